@@ -1,0 +1,78 @@
+// Package amp defines automatic mixed precision: each op's AmpPolicy and the
+// autocast State an op call runs under.
+//
+// Conventions: State is a plain value passed explicitly with each call (the
+// Python layer keeps one per thread); there is no global mutable state. Outside
+// autocast (State.Enabled false) policies have no effect.
+//
+// Errors: NewState rejects a non-float16/bfloat16 autocast dtype.
+package amp
+
+import (
+	"fmt"
+
+	"github.com/pylucid/pylucid/core/dtype"
+)
+
+// Policy says how an op's floating inputs are cast under autocast.
+type Policy uint8
+
+// The policies (SPEC §4).
+const (
+	// Promote casts floating inputs to the widest floating dtype among them.
+	// Autocast never produces float64: it stays only if an input is float64.
+	Promote Policy = iota
+	// LowerPrecision casts floating inputs to the autocast dtype.
+	LowerPrecision
+	// FP32 casts floating inputs (narrower than float64) to float32.
+	FP32
+)
+
+func (p Policy) String() string {
+	switch p {
+	case Promote:
+		return "Promote"
+	case LowerPrecision:
+		return "LowerPrecision"
+	case FP32:
+		return "FP32"
+	}
+	return fmt.Sprintf("Policy(%d)", uint8(p))
+}
+
+// State is the autocast state of one call.
+type State struct {
+	Enabled bool
+	Dtype   dtype.Dtype // float16 or bfloat16 when Enabled
+}
+
+// NewState returns an enabled autocast state for dt (float16 or bfloat16).
+func NewState(dt dtype.Dtype) (State, error) {
+	if dt != dtype.Float16 && dt != dtype.BFloat16 {
+		return State{}, fmt.Errorf("autocast dtype must be float16 or bfloat16, got %v", dt)
+	}
+	return State{Enabled: true, Dtype: dt}, nil
+}
+
+// CastDtype returns the dtype a floating input of dtype in is cast to under s
+// for an op whose floating inputs have dtypes floats and whose policy is p.
+// Non-floating inputs and a disabled state leave in unchanged.
+func (s State) CastDtype(p Policy, in dtype.Dtype, floats []dtype.Dtype) dtype.Dtype {
+	if !s.Enabled || !in.IsFloat() {
+		return in
+	}
+	switch p {
+	case LowerPrecision:
+		return s.Dtype
+	case FP32:
+		if in == dtype.Float64 {
+			return in
+		}
+		return dtype.Float32
+	}
+	widest := in
+	for _, f := range floats {
+		widest = dtype.Promote(widest, f)
+	}
+	return widest
+}

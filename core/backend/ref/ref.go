@@ -1,0 +1,287 @@
+// Package ref is the reference backend: plain scalar loops over row-major
+// indices, one element at a time, written to be obviously right rather than
+// fast. It is the oracle the cpu backend is tested against, bit for bit, and
+// is never optimised.
+//
+// Conventions: floats compute in float64 and round once to the output dtype
+// (which equals correctly rounded float32/float16/bfloat16 arithmetic);
+// integers compute in int64 and wrap on store. Errors as in package backend.
+package ref
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/pylucid/pylucid/core/backend"
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+// Backend is the reference backend. The zero value is ready to use.
+type Backend struct{}
+
+func init() { backend.Register(Backend{}) }
+
+// Name returns "ref".
+func (Backend) Name() string { return "ref" }
+
+func aWins(op backend.BinaryOp, a, b *tensor.Tensor, i int) bool {
+	dt := a.Dtype()
+	if dt.IsFloat() {
+		x, y := tensor.LoadFloat64(dt, a.ElementPointer(i)), tensor.LoadFloat64(dt, b.ElementPointer(i))
+		if math.IsNaN(x) {
+			return true
+		}
+		if op == backend.Minimum {
+			return x <= y
+		}
+		return x >= y
+	}
+	x, y := tensor.LoadInt64(dt, a.ElementPointer(i)), tensor.LoadInt64(dt, b.ElementPointer(i))
+	if op == backend.Minimum {
+		return x <= y
+	}
+	return x >= y
+}
+
+func copyElem(dt dtype.Dtype, dst, src unsafe.Pointer) {
+	sz := dt.Size()
+	copy(unsafe.Slice((*byte)(dst), sz), unsafe.Slice((*byte)(src), sz))
+}
+
+func zeroElem(dt dtype.Dtype, dst unsafe.Pointer) {
+	clear(unsafe.Slice((*byte)(dst), dt.Size()))
+}
+
+// Binary implements backend.IBackend.
+func (Backend) Binary(op backend.BinaryOp, out, a, b *tensor.Tensor) error {
+	if err := backend.CheckSameShape(out, a, b); err != nil {
+		return err
+	}
+	if err := backend.CheckSameDtype(out, a, b); err != nil {
+		return err
+	}
+	dt := out.Dtype()
+	if op == backend.Div && !dt.IsFloat() {
+		return fmt.Errorf("div kernel needs a floating dtype, got %v", dt)
+	}
+	if op > backend.Maximum {
+		return fmt.Errorf("unknown binary op %v", op)
+	}
+	for i := 0; i < out.Numel(); i++ {
+		po := out.ElementPointer(i)
+		if op.IsMinMax() {
+			if aWins(op, a, b, i) {
+				copyElem(dt, po, a.ElementPointer(i))
+			} else {
+				copyElem(dt, po, b.ElementPointer(i))
+			}
+			continue
+		}
+		if dt.IsFloat() {
+			x, y := tensor.LoadFloat64(dt, a.ElementPointer(i)), tensor.LoadFloat64(dt, b.ElementPointer(i))
+			var v float64
+			switch op {
+			case backend.Add:
+				v = x + y
+			case backend.Sub:
+				v = x - y
+			case backend.Mul:
+				v = x * y
+			case backend.Div:
+				v = x / y
+			}
+			tensor.StoreFloat64(dt, po, v)
+			continue
+		}
+		x, y := tensor.LoadInt64(dt, a.ElementPointer(i)), tensor.LoadInt64(dt, b.ElementPointer(i))
+		var v int64
+		switch op {
+		case backend.Add:
+			v = x + y
+		case backend.Sub:
+			v = x - y
+		case backend.Mul:
+			v = x * y
+		}
+		tensor.StoreInt64(dt, po, v)
+	}
+	return nil
+}
+
+// Unary implements backend.IBackend.
+func (Backend) Unary(op backend.UnaryOp, out, a *tensor.Tensor) error {
+	if err := backend.CheckSameShape(out, a); err != nil {
+		return err
+	}
+	if err := backend.CheckSameDtype(out, a); err != nil {
+		return err
+	}
+	if op != backend.Neg {
+		return fmt.Errorf("unknown unary op %v", op)
+	}
+	dt := out.Dtype()
+	for i := 0; i < out.Numel(); i++ {
+		if dt.IsFloat() {
+			tensor.StoreFloat64(dt, out.ElementPointer(i), -tensor.LoadFloat64(dt, a.ElementPointer(i)))
+		} else {
+			tensor.StoreInt64(dt, out.ElementPointer(i), -tensor.LoadInt64(dt, a.ElementPointer(i)))
+		}
+	}
+	return nil
+}
+
+// Cast implements backend.IBackend.
+func (Backend) Cast(out, a *tensor.Tensor) error {
+	if err := backend.CheckSameShape(out, a); err != nil {
+		return err
+	}
+	for i := 0; i < out.Numel(); i++ {
+		if a.Dtype().IsFloat() || out.Dtype().IsFloat() {
+			tensor.StoreFloat64(out.Dtype(), out.ElementPointer(i), tensor.LoadFloat64(a.Dtype(), a.ElementPointer(i)))
+		} else {
+			tensor.StoreInt64(out.Dtype(), out.ElementPointer(i), tensor.LoadInt64(a.Dtype(), a.ElementPointer(i)))
+		}
+	}
+	return nil
+}
+
+// sumState is one output's running sum in the canonical order.
+type sumState[A float32 | float64 | int64] struct {
+	k     int
+	lanes [backend.SumLanes]A
+	total A
+}
+
+func (s *sumState[A]) reset(nz A) {
+	for j := range s.lanes {
+		s.lanes[j] = nz
+	}
+}
+
+func (s *sumState[A]) flush(nz A) {
+	l := s.lanes
+	s.total += ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
+	s.reset(nz)
+}
+
+func sumCanonical[A float32 | float64 | int64](out, a *tensor.Tensor, load func(unsafe.Pointer) A, nz A, store func(unsafe.Pointer, A)) {
+	red := backend.ReducedDims(out, a)
+	states := make([]sumState[A], out.Numel())
+	for i := range states {
+		states[i].reset(nz)
+		states[i].total = nz
+	}
+	shape := a.Shape()
+	idx := make([]int, len(shape))
+	for i := 0; i < a.Numel(); i++ {
+		// output flat index of input index idx
+		o := 0
+		for d := range shape {
+			if !red[d] {
+				o = o*out.Dim(d) + idx[d]
+			} else {
+				o = o * out.Dim(d)
+			}
+		}
+		s := &states[o]
+		s.lanes[s.k%backend.SumLanes] += load(a.ElementPointer(i))
+		s.k++
+		if s.k%backend.SumBlock == 0 {
+			s.flush(nz)
+		}
+		for d := len(shape) - 1; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < shape[d] {
+				break
+			}
+			idx[d] = 0
+		}
+	}
+	for i := range states {
+		if states[i].k%backend.SumBlock != 0 {
+			states[i].flush(nz)
+		}
+		if states[i].k == 0 {
+			states[i].total = 0 // an empty sum is +0
+		}
+		store(out.ElementPointer(i), states[i].total)
+	}
+}
+
+// Sum implements backend.IBackend.
+func (Backend) Sum(out, a *tensor.Tensor) error {
+	if err := backend.CheckSumShape(out, a); err != nil {
+		return err
+	}
+	dt, odt := a.Dtype(), out.Dtype()
+	switch dtype.AccumulateDtype(dt) {
+	case dtype.Float32:
+		sumCanonical(out, a,
+			func(p unsafe.Pointer) float32 { return float32(tensor.LoadFloat64(dt, p)) },
+			float32(math.Copysign(0, -1)),
+			func(p unsafe.Pointer, v float32) { tensor.StoreFloat64(odt, p, float64(v)) })
+	case dtype.Float64:
+		sumCanonical(out, a,
+			func(p unsafe.Pointer) float64 { return tensor.LoadFloat64(dt, p) },
+			math.Copysign(0, -1),
+			func(p unsafe.Pointer, v float64) { tensor.StoreFloat64(odt, p, v) })
+	default:
+		sumCanonical(out, a,
+			func(p unsafe.Pointer) int64 { return tensor.LoadInt64(dt, p) },
+			0,
+			func(p unsafe.Pointer, v int64) { tensor.StoreInt64(odt, p, v) })
+	}
+	return nil
+}
+
+// Route implements backend.IBackend.
+func (Backend) Route(op backend.BinaryOp, ga, gb, a, b, g *tensor.Tensor) error {
+	if err := backend.CheckSameShape(g, ga, gb, a, b); err != nil {
+		return err
+	}
+	if err := backend.CheckSameDtype(a, b); err != nil {
+		return err
+	}
+	if err := backend.CheckSameDtype(g, ga, gb); err != nil {
+		return err
+	}
+	if !op.IsMinMax() {
+		return fmt.Errorf("route needs minimum or maximum, got %v", op)
+	}
+	dt := g.Dtype()
+	for i := 0; i < g.Numel(); i++ {
+		win, lose := ga.ElementPointer(i), gb.ElementPointer(i)
+		if !aWins(op, a, b, i) {
+			win, lose = lose, win
+		}
+		copyElem(dt, win, g.ElementPointer(i))
+		zeroElem(dt, lose)
+	}
+	return nil
+}
+
+// Select implements backend.IBackend.
+func (Backend) Select(op backend.BinaryOp, out, a, b, x, y *tensor.Tensor) error {
+	if err := backend.CheckSameShape(out, a, b, x, y); err != nil {
+		return err
+	}
+	if err := backend.CheckSameDtype(a, b); err != nil {
+		return err
+	}
+	if err := backend.CheckSameDtype(out, x, y); err != nil {
+		return err
+	}
+	if !op.IsMinMax() {
+		return fmt.Errorf("select needs minimum or maximum, got %v", op)
+	}
+	for i := 0; i < out.Numel(); i++ {
+		src := y.ElementPointer(i)
+		if aWins(op, a, b, i) {
+			src = x.ElementPointer(i)
+		}
+		copyElem(out.Dtype(), out.ElementPointer(i), src)
+	}
+	return nil
+}

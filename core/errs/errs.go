@@ -1,0 +1,61 @@
+// Package errs classifies the core's errors so that hosts can map them to
+// their own exception types: Value (bad shapes, sizes, indices: Python's
+// ValueError), Type (unsupported dtypes: TypeError) and everything else
+// (RuntimeError).
+//
+// Conventions: constructors take a fmt format; wrapping with %w keeps the
+// kind (KindOf looks through wrapped errors).
+package errs
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind is an error class.
+type Kind uint8
+
+// The error kinds.
+const (
+	Runtime Kind = iota
+	Value
+	Type
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Value:
+		return "ValueError"
+	case Type:
+		return "TypeError"
+	}
+	return "RuntimeError"
+}
+
+// Error is an error with a Kind.
+type Error struct {
+	Kind Kind
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Valuef returns a Value error.
+func Valuef(format string, args ...any) error {
+	return &Error{Kind: Value, Err: fmt.Errorf(format, args...)}
+}
+
+// Typef returns a Type error.
+func Typef(format string, args ...any) error {
+	return &Error{Kind: Type, Err: fmt.Errorf(format, args...)}
+}
+
+// KindOf returns the kind of err (Runtime when unclassified).
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return Runtime
+}

@@ -1,0 +1,219 @@
+package ops
+
+import (
+	"github.com/pylucid/pylucid/core/autograd"
+	"github.com/pylucid/pylucid/core/backend"
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/errs"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+// formula maps output gradients (nil = none arrived) and saved tensors to one
+// gradient per input, in any shape that sum-reduces to the input's shape.
+type formula func(c *Context, grads []*tensor.Tensor, saved []*tensor.Tensor) ([]*tensor.Tensor, error)
+
+// node is the autograd node of every op in this package.
+type node struct {
+	name    string
+	edges   []autograd.Edge
+	inputs  []autograd.InputMeta
+	nOut    int
+	backend backend.IBackend
+	grad    formula
+	autograd.Saved
+}
+
+func (n *node) Name() string                 { return n.name }
+func (n *node) Next() []autograd.Edge        { return n.edges }
+func (n *node) NumOutputs() int              { return n.nOut }
+func (n *node) String() string               { return n.name }
+func (n *node) Inputs() []autograd.InputMeta { return n.inputs }
+
+// Apply runs the grad formula, then reduces and casts each gradient back to
+// its input's shape and dtype: the one place where un-broadcasting happens.
+func (n *node) Apply(grads []*tensor.Tensor, createGraph bool) ([]*tensor.Tensor, error) {
+	saved, err := n.Tensors()
+	if err != nil {
+		return nil, err
+	}
+	c := &Context{Backend: n.backend, GradEnabled: createGraph}
+	gs, err := n.grad(c, grads, saved)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*tensor.Tensor, len(n.edges))
+	for i, e := range n.edges {
+		if e.Node == nil || gs[i] == nil {
+			continue
+		}
+		if out[i], err = adapt(c, gs[i], n.inputs[i].Shape, n.inputs[i].Dtype); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// adapt reduces g to shape (SumToShape) and casts it to dt.
+func adapt(c *Context, g *tensor.Tensor, shape []int, dt dtype.Dtype) (*tensor.Tensor, error) {
+	g, err := SumToShape(c, g, shape)
+	if err != nil {
+		return nil, err
+	}
+	return Cast(c, g, dt)
+}
+
+// record attaches a node to outputs when c records gradients and an input
+// requires them. saved are kept for the formula until the graph is freed.
+func record(c *Context, name string, inputs, outputs, saved []*tensor.Tensor, f formula) {
+	if !c.GradEnabled {
+		return
+	}
+	edges := make([]autograd.Edge, len(inputs))
+	metas := make([]autograd.InputMeta, len(inputs))
+	any := false
+	for i, t := range inputs {
+		edges[i] = autograd.EdgeOf(t)
+		metas[i] = autograd.InputMeta{Shape: t.Shape(), Dtype: t.Dtype()}
+		any = any || edges[i].Node != nil
+	}
+	if !any {
+		return
+	}
+	n := &node{name: name, edges: edges, inputs: metas, nOut: len(outputs), backend: c.Backend, grad: f}
+	n.Save(saved...)
+	for i, o := range outputs {
+		if o.Dtype().IsFloat() {
+			o.SetGradFn(n, i)
+		}
+	}
+}
+
+// promote is the result dtype of two operands: wrapped numbers (Python
+// scalars) are weak, and under autocast the op's AmpPolicy applies first.
+func promote(c *Context, s OpSchema, a, b *tensor.Tensor) dtype.Dtype {
+	ad, bd := a.Dtype(), b.Dtype()
+	if c.Autocast.Enabled {
+		var floats []dtype.Dtype
+		for _, t := range []*tensor.Tensor{a, b} {
+			if !t.IsWrappedNumber() && t.Dtype().IsFloat() {
+				floats = append(floats, t.Dtype())
+			}
+		}
+		if !a.IsWrappedNumber() {
+			ad = c.Autocast.CastDtype(s.AmpPolicy, ad, floats)
+		}
+		if !b.IsWrappedNumber() {
+			bd = c.Autocast.CastDtype(s.AmpPolicy, bd, floats)
+		}
+	}
+	switch {
+	case a.IsWrappedNumber() && !b.IsWrappedNumber():
+		return dtype.PromoteScalar(bd, ad.Category())
+	case b.IsWrappedNumber() && !a.IsWrappedNumber():
+		return dtype.PromoteScalar(ad, bd.Category())
+	}
+	return dtype.Promote(ad, bd)
+}
+
+// castInput converts an op input to dt, recording the cast when the input
+// requires grad so higher-order gradients see through it.
+func castInput(c *Context, t *tensor.Tensor, dt dtype.Dtype) (*tensor.Tensor, error) {
+	if t.Dtype() == dt {
+		return t, nil
+	}
+	if c.GradEnabled && t.RequiresGrad() {
+		return Cast(c, t, dt)
+	}
+	return castPlain(c, t, dt)
+}
+
+func castPlain(c *Context, t *tensor.Tensor, dt dtype.Dtype) (*tensor.Tensor, error) {
+	out, err := tensor.New(dt, t.Shape())
+	if err != nil {
+		return nil, err
+	}
+	return out, c.Backend.Cast(out, t)
+}
+
+func checkInputs(name string, ts ...*tensor.Tensor) error {
+	for i, t := range ts {
+		if t == nil {
+			return errs.Valuef("%s: input %d is nil", name, i)
+		}
+	}
+	return nil
+}
+
+// binarySpec is what a broadcasting binary op states about itself.
+type binarySpec struct {
+	schema OpSchema
+	node   string // autograd node name, e.g. "MinimumBackward"
+	kernel backend.BinaryOp
+	// dtype adjusts the promoted dtype (div of integers gives a float) or
+	// rejects it.
+	dtype func(dtype.Dtype) (dtype.Dtype, error)
+	// saves says whether the formula needs the (cast) inputs.
+	saves bool
+	// grad maps g (in the broadcast shape) and the saved inputs to (ga, gb).
+	grad func(c *Context, g, a, b *tensor.Tensor) (ga, gb *tensor.Tensor, err error)
+}
+
+// applyBinary is the trampoline for broadcasting binary ops.
+func applyBinary(c *Context, s *binarySpec, a, b *tensor.Tensor) (*tensor.Tensor, error) {
+	c = ctxOr(c)
+	if err := checkInputs(s.schema.Name, a, b); err != nil {
+		return nil, err
+	}
+	rd := promote(c, s.schema, a, b)
+	if s.dtype != nil {
+		var err error
+		if rd, err = s.dtype(rd); err != nil {
+			return nil, err
+		}
+	}
+	shape, err := tensor.BroadcastShapes(a.Shape(), b.Shape())
+	if err != nil {
+		return nil, errs.Valuef("%s: %w", s.schema.Name, err)
+	}
+	ac, err := castInput(c, a, rd)
+	if err != nil {
+		return nil, err
+	}
+	bc, err := castInput(c, b, rd)
+	if err != nil {
+		return nil, err
+	}
+	av, err := ac.BroadcastTo(shape)
+	if err != nil {
+		return nil, err
+	}
+	bv, err := bc.BroadcastTo(shape)
+	if err != nil {
+		return nil, err
+	}
+	out, err := tensor.New(rd, shape)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Backend.Binary(s.kernel, out, av, bv); err != nil {
+		return nil, err
+	}
+	var saved []*tensor.Tensor
+	if s.saves {
+		saved = []*tensor.Tensor{ac, bc}
+	}
+	record(c, s.node, []*tensor.Tensor{a, b}, []*tensor.Tensor{out}, saved,
+		func(c *Context, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			g := grads[0]
+			if g == nil {
+				return []*tensor.Tensor{nil, nil}, nil
+			}
+			var x, y *tensor.Tensor
+			if len(saved) == 2 {
+				x, y = saved[0], saved[1]
+			}
+			ga, gb, err := s.grad(c, g, x, y)
+			return []*tensor.Tensor{ga, gb}, err
+		})
+	return out, nil
+}

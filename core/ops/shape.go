@@ -1,0 +1,309 @@
+package ops
+
+import (
+	"github.com/pylucid/pylucid/core/amp"
+	"github.com/pylucid/pylucid/core/backend"
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/errs"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+var (
+	sumSchema     = Register(OpSchema{Name: "sum", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
+	meanSchema    = Register(OpSchema{Name: "mean", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
+	castSchema    = Register(OpSchema{Name: "cast", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
+	expandSchema  = Register(OpSchema{Name: "expand", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
+	reshapeSchema = Register(OpSchema{Name: "reshape", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
+)
+
+func broadcastAll(ts ...*tensor.Tensor) ([]int, error) {
+	shape := ts[0].Shape()
+	for _, t := range ts[1:] {
+		s, err := tensor.BroadcastShapes(shape, t.Shape())
+		if err != nil {
+			return nil, err
+		}
+		shape = s
+	}
+	return shape, nil
+}
+
+func broadcastViews(shape []int, ts ...*tensor.Tensor) ([]*tensor.Tensor, error) {
+	out := make([]*tensor.Tensor, len(ts))
+	for i, t := range ts {
+		v, err := t.BroadcastTo(shape)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// Cast returns a converted to dt (a itself when it already has dt).
+// CastBackward casts the gradient back (done by the trampoline).
+func Cast(c *Context, a *tensor.Tensor, dt dtype.Dtype) (*tensor.Tensor, error) {
+	c = ctxOr(c)
+	if err := checkInputs(castSchema.Name, a); err != nil {
+		return nil, err
+	}
+	if !dt.Valid() {
+		return nil, errs.Typef("cast: unsupported dtype %v", dt)
+	}
+	if a.Dtype() == dt {
+		return a, nil
+	}
+	out, err := castPlain(c, a, dt)
+	if err != nil {
+		return nil, err
+	}
+	record(c, "CastBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil, passThrough)
+	return out, nil
+}
+
+// passThrough is the formula of ops whose gradient is grad_out itself before
+// the trampoline's reduction and cast (cast, expand).
+func passThrough(_ *Context, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	return []*tensor.Tensor{grads[0]}, nil
+}
+
+// Expand returns a contiguous copy of a broadcast to shape (ExpandBackward:
+// sum_to_shape, done by the trampoline).
+func Expand(c *Context, a *tensor.Tensor, shape []int) (*tensor.Tensor, error) {
+	c = ctxOr(c)
+	if err := checkInputs(expandSchema.Name, a); err != nil {
+		return nil, err
+	}
+	v, err := a.BroadcastTo(shape)
+	if err != nil {
+		return nil, err
+	}
+	out, err := tensor.New(a.Dtype(), shape)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Backend.Cast(out, v); err != nil {
+		return nil, err
+	}
+	record(c, "ExpandBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil, passThrough)
+	return out, nil
+}
+
+// Reshape returns a with a new shape of the same element count: a view when
+// the layout allows, else a contiguous copy (ReshapeBackward reshapes back).
+func Reshape(c *Context, a *tensor.Tensor, shape []int) (*tensor.Tensor, error) {
+	c = ctxOr(c)
+	if err := checkInputs(reshapeSchema.Name, a); err != nil {
+		return nil, err
+	}
+	out, err := a.Detach().Reshape(shape)
+	if err != nil {
+		n, nerr := tensor.Numel(shape)
+		if nerr != nil || n != a.Numel() {
+			return nil, err
+		}
+		cont, cerr := castPlain(c, a, a.Dtype())
+		if cerr != nil {
+			return nil, cerr
+		}
+		if out, err = cont.Reshape(shape); err != nil {
+			return nil, err
+		}
+	}
+	inShape := a.Shape()
+	record(c, "ReshapeBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil,
+		func(c *Context, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			if grads[0] == nil {
+				return []*tensor.Tensor{nil}, nil
+			}
+			g, err := Reshape(c, grads[0], inShape)
+			return []*tensor.Tensor{g}, err
+		})
+	return out, nil
+}
+
+// SumToShape sums g over the leading dims that shape lacks and over the dims
+// where shape has 1 and g does not: the reverse of broadcasting shape to g's
+// shape. It returns g itself when the shapes already match.
+func SumToShape(c *Context, g *tensor.Tensor, shape []int) (*tensor.Tensor, error) {
+	c = ctxOr(c)
+	if err := checkInputs("sum_to_shape", g); err != nil {
+		return nil, err
+	}
+	gs := g.Shape()
+	if tensor.SameShape(gs, shape) {
+		return g, nil
+	}
+	lead := len(gs) - len(shape)
+	if lead < 0 {
+		return nil, errs.Valuef("sum_to_shape: cannot reduce shape %s to %s",
+			tensor.FormatShape(gs), tensor.FormatShape(shape))
+	}
+	var dims []int
+	for i, d := range gs {
+		switch {
+		case i < lead:
+			dims = append(dims, i)
+		case shape[i-lead] == d:
+		case shape[i-lead] == 1:
+			dims = append(dims, i)
+		default:
+			return nil, errs.Valuef("sum_to_shape: cannot reduce shape %s to %s",
+				tensor.FormatShape(gs), tensor.FormatShape(shape))
+		}
+	}
+	s, err := Sum(c, g, dims, true)
+	if err != nil {
+		return nil, err
+	}
+	if tensor.SameShape(s.Shape(), shape) {
+		return s, nil
+	}
+	return Reshape(c, s, shape)
+}
+
+// reduceShape normalises dims (nil = all) and returns the keepdim shape and
+// the output shape.
+func reduceShape(name string, a *tensor.Tensor, dims []int, keepdim bool) (keep, out []int, count int, err error) {
+	nd := a.Ndim()
+	red := make([]bool, nd)
+	if dims == nil {
+		for i := range red {
+			red[i] = true
+		}
+	}
+	for _, d := range dims {
+		k, err := tensor.NormDim(d, nd)
+		if err != nil {
+			return nil, nil, 0, errs.Valuef("%s: %w", name, err)
+		}
+		if red[k] {
+			return nil, nil, 0, errs.Valuef("%s: dim %d appears multiple times in the list of dims", name, d)
+		}
+		red[k] = true
+	}
+	count = 1
+	for i, d := range a.Shape() {
+		if red[i] {
+			keep = append(keep, 1)
+			count *= d
+			if keepdim {
+				out = append(out, 1)
+			}
+		} else {
+			keep = append(keep, d)
+			out = append(out, d)
+		}
+	}
+	return keep, out, count, nil
+}
+
+// reduce runs the backend sum of a into a fresh tensor of dtype dt and
+// keepdim shape keep.
+func reduce(c *Context, a *tensor.Tensor, keep []int, dt dtype.Dtype) (*tensor.Tensor, error) {
+	out, err := tensor.New(dt, keep)
+	if err != nil {
+		return nil, err
+	}
+	return out, c.Backend.Sum(out, a)
+}
+
+// Sum returns the sum of a over dims (nil: all dims), keeping reduced dims
+// as size 1 when keepdim. Integers and bool sum to int64; float16 and
+// bfloat16 accumulate in float32. The order of additions is fixed
+// (backend.SumBlock), so results do not depend on the thread count.
+func Sum(c *Context, a *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor, error) {
+	c = ctxOr(c)
+	if err := checkInputs(sumSchema.Name, a); err != nil {
+		return nil, err
+	}
+	keep, shape, _, err := reduceShape(sumSchema.Name, a, dims, keepdim)
+	if err != nil {
+		return nil, err
+	}
+	out, err := reduce(c, a, keep, dtype.SumDtype(a.Dtype()))
+	if err != nil {
+		return nil, err
+	}
+	if out, err = out.Reshape(shape); err != nil {
+		return nil, err
+	}
+	inShape := a.Shape()
+	record(c, "SumBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil,
+		func(c *Context, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			if grads[0] == nil {
+				return []*tensor.Tensor{nil}, nil
+			}
+			g, err := Reshape(c, grads[0], keep)
+			if err != nil {
+				return nil, err
+			}
+			g, err = Expand(c, g, inShape)
+			return []*tensor.Tensor{g}, err
+		})
+	return out, nil
+}
+
+// Mean returns the mean of a floating tensor over dims (nil: all dims). It
+// accumulates in float32 for float16/bfloat16, divides, and rounds once to
+// a's dtype. The mean over zero elements is NaN.
+func Mean(c *Context, a *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor, error) {
+	c = ctxOr(c)
+	if err := checkInputs(meanSchema.Name, a); err != nil {
+		return nil, err
+	}
+	if !a.Dtype().IsFloat() {
+		return nil, errs.Typef("mean: input dtype must be floating point, got %v", a.Dtype())
+	}
+	keep, shape, count, err := reduceShape(meanSchema.Name, a, dims, keepdim)
+	if err != nil {
+		return nil, err
+	}
+	acc := dtype.AccumulateDtype(a.Dtype())
+	s, err := reduce(c, a, keep, acc)
+	if err != nil {
+		return nil, err
+	}
+	n, err := tensor.Scalar(acc, float64(count))
+	if err != nil {
+		return nil, err
+	}
+	nv, _ := n.BroadcastTo(keep)
+	q, err := tensor.New(acc, keep)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Backend.Binary(backend.Div, q, s, nv); err != nil {
+		return nil, err
+	}
+	if acc != a.Dtype() {
+		if q, err = castPlain(c, q, a.Dtype()); err != nil {
+			return nil, err
+		}
+	}
+	out, err := q.Reshape(shape)
+	if err != nil {
+		return nil, err
+	}
+	inShape := a.Shape()
+	record(c, "MeanBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil,
+		func(c *Context, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			if grads[0] == nil {
+				return []*tensor.Tensor{nil}, nil
+			}
+			g, err := Reshape(c, grads[0], keep)
+			if err != nil {
+				return nil, err
+			}
+			cnt, err := tensor.WrappedScalar(dtype.Float64, float64(count))
+			if err != nil {
+				return nil, err
+			}
+			if g, err = Div(c, g, cnt); err != nil {
+				return nil, err
+			}
+			g, err = Expand(c, g, inShape)
+			return []*tensor.Tensor{g}, err
+		})
+	return out, nil
+}

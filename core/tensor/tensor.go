@@ -1,0 +1,357 @@
+// Package tensor provides Storage and Tensor: a dtype, a shape, strides and an
+// offset (both in elements) over a Storage, plus views, broadcasting and
+// strided iteration.
+//
+// Conventions:
+//   - Shapes are []int with every dim >= 0; a 0-d tensor has shape [] and one
+//     element. Element counts and byte sizes are overflow-checked.
+//   - Strides are in elements and may be zero (broadcast) or negative
+//     (reversed views). Offset is in elements from the storage start.
+//   - Views share storage; no function here writes into a tensor's memory
+//     except Set on a tensor created by New, which the caller owns.
+//   - A Tensor's dtype, shape, strides and offset never change after creation.
+//     Its autograd fields (requires_grad, grad, grad_fn) are managed by
+//     core/autograd and are safe to use from several goroutines.
+//
+// Errors: every function taking user-controlled shapes, dims or indices
+// returns an error (never panics) when they are out of range; broadcasting
+// errors name both shapes.
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+	"unsafe"
+
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/errs"
+)
+
+// GradNode is the part of an autograd node the tensor package needs: a name.
+// core/autograd defines the full Node interface.
+type GradNode interface{ Name() string }
+
+// Tensor is a strided view of a Storage.
+type Tensor struct {
+	storage *Storage
+	dtype   dtype.Dtype
+	shape   []int
+	strides []int
+	offset  int
+	wrapped bool // a Python number: "weak" in type promotion
+
+	mu           sync.Mutex
+	requiresGrad bool
+	grad         *Tensor
+	gradFn       GradNode
+	outputNr     int
+}
+
+// MaxDims is the largest supported number of dimensions.
+const MaxDims = 64
+
+// Numel returns the number of elements of shape, or an error for a negative
+// dim or a count that overflows int64.
+func Numel(shape []int) (int, error) {
+	if len(shape) > MaxDims {
+		return 0, errs.Valuef("shape %v has %d dims; at most %d are supported", shape, len(shape), MaxDims)
+	}
+	n := uint64(1)
+	overflow := false
+	for _, d := range shape {
+		if d < 0 {
+			return 0, errs.Valuef("negative dimension %d in shape %v", d, shape)
+		}
+		hi, lo := bits.Mul64(n, uint64(d))
+		if hi != 0 || lo > math.MaxInt64 {
+			overflow = true
+		}
+		n = lo
+	}
+	for _, d := range shape {
+		if d == 0 {
+			return 0, nil
+		}
+	}
+	if overflow {
+		return 0, errs.Valuef("shape %v has more elements than fit in int64", shape)
+	}
+	return int(n), nil
+}
+
+// ContiguousStrides returns the row-major strides of shape (in elements).
+func ContiguousStrides(shape []int) []int {
+	st := make([]int, len(shape))
+	s := 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		st[i] = s
+		if shape[i] > 1 {
+			s *= shape[i]
+		}
+	}
+	return st
+}
+
+// New returns a zero-filled contiguous tensor.
+func New(dt dtype.Dtype, shape []int) (*Tensor, error) {
+	if !dt.Valid() {
+		return nil, errs.Typef("unsupported dtype %v", dt)
+	}
+	n, err := Numel(shape)
+	if err != nil {
+		return nil, err
+	}
+	if n > math.MaxInt64/dt.Size() {
+		return nil, errs.Valuef("shape %v of %v needs more bytes than fit in int64", shape, dt)
+	}
+	s, err := NewStorage(n * dt.Size())
+	if err != nil {
+		return nil, err
+	}
+	return &Tensor{storage: s, dtype: dt, shape: clone(shape), strides: ContiguousStrides(shape)}, nil
+}
+
+// NewView returns a tensor over s. Every element it can address must lie
+// inside the storage.
+func NewView(s *Storage, dt dtype.Dtype, shape, strides []int, offset int) (*Tensor, error) {
+	if !dt.Valid() {
+		return nil, errs.Typef("unsupported dtype %v", dt)
+	}
+	if len(strides) != len(shape) {
+		return nil, errs.Valuef("strides %v do not match shape %v", strides, shape)
+	}
+	n, err := Numel(shape)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tensor{storage: s, dtype: dt, shape: clone(shape), strides: clone(strides), offset: offset}
+	if n == 0 {
+		return t, nil
+	}
+	lo, hi, err := t.span()
+	if err != nil {
+		return nil, err
+	}
+	if lo < 0 || hi >= s.Len()/dt.Size() {
+		return nil, errs.Valuef("view (shape %v, strides %v, offset %d) reaches outside its storage of %d %v elements",
+			shape, strides, offset, s.Len()/dt.Size(), dt)
+	}
+	return t, nil
+}
+
+// span returns the lowest and highest element offsets the view addresses.
+func (t *Tensor) span() (lo, hi int, err error) {
+	lo, hi = t.offset, t.offset
+	for i, d := range t.shape {
+		s := t.strides[i]
+		if d <= 1 || s == 0 {
+			continue
+		}
+		if s == math.MinInt || abs(s) > math.MaxInt/(d-1) {
+			return 0, 0, errs.Valuef("strides %v overflow for shape %v", t.strides, t.shape)
+		}
+		ext := (d - 1) * s
+		if ext < 0 {
+			if lo < math.MinInt-ext {
+				return 0, 0, errs.Valuef("strides %v overflow for shape %v", t.strides, t.shape)
+			}
+			lo += ext
+		} else {
+			if hi > math.MaxInt-ext {
+				return 0, 0, errs.Valuef("strides %v overflow for shape %v", t.strides, t.shape)
+			}
+			hi += ext
+		}
+	}
+	return lo, hi, nil
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func clone(s []int) []int { return append([]int(nil), s...) }
+
+// Dtype returns the element type.
+func (t *Tensor) Dtype() dtype.Dtype { return t.dtype }
+
+// Shape returns a copy of the shape.
+func (t *Tensor) Shape() []int { return clone(t.shape) }
+
+// Strides returns a copy of the strides (in elements).
+func (t *Tensor) Strides() []int { return clone(t.strides) }
+
+// Offset returns the offset of element [0,…,0] in elements.
+func (t *Tensor) Offset() int { return t.offset }
+
+// Storage returns the underlying storage.
+func (t *Tensor) Storage() *Storage { return t.storage }
+
+// Ndim returns the number of dimensions.
+func (t *Tensor) Ndim() int { return len(t.shape) }
+
+// Dim returns the size of dimension i.
+func (t *Tensor) Dim(i int) int { return t.shape[i] }
+
+// Numel returns the number of elements.
+func (t *Tensor) Numel() int {
+	n := 1
+	for _, d := range t.shape {
+		n *= d
+	}
+	return n
+}
+
+// DataPointer returns the address of element [0,…,0] (nil when empty).
+func (t *Tensor) DataPointer() unsafe.Pointer {
+	p := t.storage.Pointer()
+	if p == nil || t.Numel() == 0 {
+		return nil
+	}
+	return unsafe.Add(p, t.offset*t.dtype.Size())
+}
+
+// IsContiguous reports whether the tensor is row-major contiguous.
+func (t *Tensor) IsContiguous() bool {
+	want := 1
+	for i := len(t.shape) - 1; i >= 0; i-- {
+		if t.shape[i] == 1 {
+			continue
+		}
+		if t.shape[i] == 0 {
+			return true
+		}
+		if t.strides[i] != want {
+			return false
+		}
+		want *= t.shape[i]
+	}
+	return true
+}
+
+// SameShape reports whether two shapes are equal.
+func SameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// String describes the tensor briefly.
+func (t *Tensor) String() string {
+	return fmt.Sprintf("Tensor(shape=%v, dtype=%v)", t.shape, t.dtype)
+}
+
+// RequiresGrad reports whether gradients flow to this tensor.
+func (t *Tensor) RequiresGrad() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.requiresGrad
+}
+
+// SetRequiresGrad marks a leaf as requiring gradients. Only floating tensors
+// can require gradients, and only leaves can be changed.
+func (t *Tensor) SetRequiresGrad(v bool) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v && !t.dtype.IsFloat() {
+		return errs.Typef("only floating point tensors can require gradients, got %v", t.dtype)
+	}
+	if t.gradFn != nil {
+		return fmt.Errorf("requires_grad can only be changed on leaf tensors; use detach() for a non-leaf")
+	}
+	t.requiresGrad = v
+	return nil
+}
+
+// GradFn returns the node that produced the tensor (nil for a leaf) and the
+// index of the tensor among that node's outputs.
+func (t *Tensor) GradFn() (GradNode, int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.gradFn, t.outputNr
+}
+
+// SetGradFn records the producing node; it marks the tensor as requiring grad.
+// Only core/autograd and op implementations call it.
+func (t *Tensor) SetGradFn(n GradNode, outputNr int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.gradFn, t.outputNr, t.requiresGrad = n, outputNr, n != nil
+}
+
+// IsLeaf reports whether the tensor was not produced by a recorded op.
+func (t *Tensor) IsLeaf() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.gradFn == nil
+}
+
+// Grad returns the accumulated gradient (nil if none).
+func (t *Tensor) Grad() *Tensor {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.grad
+}
+
+// SetGrad replaces the accumulated gradient (nil clears it).
+func (t *Tensor) SetGrad(g *Tensor) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.grad = g
+}
+
+// UpdateGrad replaces the gradient with f(old) under the tensor's lock, so
+// concurrent accumulations do not lose updates.
+func (t *Tensor) UpdateGrad(f func(old *Tensor) (*Tensor, error)) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g, err := f(t.grad)
+	if err != nil {
+		return err
+	}
+	t.grad = g
+	return nil
+}
+
+// WrappedScalar returns a 0-d tensor for a host-language number (a Python
+// float, int or bool). Such a tensor is "weak" in type promotion, as
+// PyTorch's wrapped numbers are: it never widens a tensor operand's dtype
+// within a category.
+func WrappedScalar(dt dtype.Dtype, v float64) (*Tensor, error) {
+	t, err := Scalar(dt, v)
+	if err != nil {
+		return nil, err
+	}
+	t.wrapped = true
+	return t, nil
+}
+
+// AsWrappedNumber returns a view of a 0-d tensor marked as a wrapped number
+// (for integers that need all 64 bits, made with FromInt64s).
+func (t *Tensor) AsWrappedNumber() (*Tensor, error) {
+	if len(t.shape) != 0 {
+		return nil, errs.Valuef("only 0-d tensors can be wrapped numbers, got shape %s", fmtShape(t.shape))
+	}
+	v := t.view(nil, nil, t.offset)
+	v.wrapped = true
+	return v, nil
+}
+
+// IsWrappedNumber reports whether t was made by WrappedScalar.
+func (t *Tensor) IsWrappedNumber() bool { return t.wrapped }
+
+// Detach returns a view of the same data that is not part of any graph.
+func (t *Tensor) Detach() *Tensor {
+	return &Tensor{storage: t.storage, dtype: t.dtype, shape: t.shape, strides: t.strides, offset: t.offset}
+}

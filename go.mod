@@ -1,0 +1,3 @@
+module github.com/pylucid/pylucid
+
+go 1.26.8
