@@ -218,6 +218,9 @@ func (t *Tensor) DataPointer() unsafe.Pointer {
 
 // IsContiguous reports whether the tensor is row-major contiguous.
 func (t *Tensor) IsContiguous() bool {
+	if t.Numel() == 0 {
+		return true // whatever the strides, as the loop below means to say
+	}
 	want := 1
 	for i := len(t.shape) - 1; i >= 0; i-- {
 		if t.shape[i] == 1 {

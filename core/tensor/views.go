@@ -167,12 +167,12 @@ func (t *Tensor) Slice(dim, start, stop, step int) (*Tensor, error) {
 	if step > 0 {
 		start, stop = norm(start, 0, n), norm(stop, 0, n)
 		if stop > start {
-			count = (stop - start + step - 1) / step
+			count = (stop-start-1)/step + 1 // no overflow for huge steps
 		}
 	} else {
 		start, stop = norm(start, -1, n-1), norm(stop, -1, n-1)
 		if start > stop {
-			count = (start - stop - step - 1) / (-step)
+			count = (start-stop-1)/(-step) + 1 // step == MinInt: -step is MinInt, the quotient 0
 		}
 	}
 	shape, st := t.Shape(), t.Strides()

@@ -1,0 +1,176 @@
+/*
+ * lucid.h — the C ABI of pylucid's Go core (liblucid, built with
+ * `go build -buildmode=c-shared ./capi`).
+ *
+ * Conventions
+ *  - Every function is prefixed lucid_ and returns a status code: LUCID_OK (0)
+ *    or the kind of error (LUCID_EVALUE, LUCID_ETYPE, LUCID_ERUNTIME,
+ *    LUCID_EPANIC). After a non-zero status, lucid_errmsg on the same thread
+ *    returns the message.
+ *  - Go objects cross the boundary only as int64 handles (tensors, autograd
+ *    nodes, backward runs). A handle is released with lucid_release; 0 is
+ *    never a valid handle. No Go pointer is ever returned: tensor data lives in
+ *    C memory (allocated by the library, 64-byte aligned) or in memory the
+ *    caller lent with lucid_tensor_borrow.
+ *  - Strides are in elements. Shapes have at most LUCID_MAX_DIMS dims.
+ *  - Every function recovers Go panics and reports them as LUCID_EPANIC.
+ *  - The library installs no signal handlers and never calls back into the
+ *    caller. It must not be used in a child process after fork().
+ *
+ * This header is also the cdef of the Python binding (python/pylucid/_lib.py
+ * strips the preprocessor lines), so it stays within what cffi parses.
+ */
+#ifndef LUCID_H
+#define LUCID_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define LUCID_MAX_DIMS 64
+
+/* status codes */
+#define LUCID_OK 0
+#define LUCID_EVALUE 1
+#define LUCID_ETYPE 2
+#define LUCID_ERUNTIME 3
+#define LUCID_EPANIC 4
+
+/* dtypes (values of core/dtype.Dtype) */
+#define LUCID_BOOL 1
+#define LUCID_UINT8 2
+#define LUCID_INT8 3
+#define LUCID_INT16 4
+#define LUCID_INT32 5
+#define LUCID_INT64 6
+#define LUCID_FLOAT16 7
+#define LUCID_BFLOAT16 8
+#define LUCID_FLOAT32 9
+#define LUCID_FLOAT64 10
+
+/* binary ops (lucid_binary) */
+#define LUCID_ADD 0
+#define LUCID_SUB 1
+#define LUCID_MUL 2
+#define LUCID_DIV 3
+#define LUCID_MINIMUM 4
+#define LUCID_MAXIMUM 5
+
+/* unary ops (lucid_unary) */
+#define LUCID_NEG 0
+
+/* reductions (lucid_reduce) */
+#define LUCID_SUM 0
+#define LUCID_MEAN 1
+
+/* call flags (the `mode` argument of op calls): grad recording and autocast */
+#define LUCID_MODE_GRAD 1
+#define LUCID_MODE_AUTOCAST 2
+/* the autocast dtype goes in bits 8..15: mode |= dtype << 8 */
+
+/* backward flags */
+#define LUCID_RETAIN_GRAPH 1
+#define LUCID_CREATE_GRAPH 2
+#define LUCID_ALLOW_UNUSED 4
+
+/* lucid_drain queues */
+#define LUCID_QUEUE_BUFFERS 0
+#define LUCID_QUEUE_FUNCTIONS 1
+
+/* lucid_stats slots */
+#define LUCID_STAT_HANDLES 0
+#define LUCID_STAT_BORROWED 1
+#define LUCID_STAT_C_BYTES 2
+#define LUCID_STAT_C_BLOCKS 3
+#define LUCID_STAT_COUNT 4
+
+/* What the caller needs to know about a tensor, filled by every call that
+ * returns one. */
+typedef struct {
+    int64_t handle;
+    void *data;            /* address of element [0,...,0]; NULL when empty */
+    int32_t dtype;
+    int32_t ndim;
+    int32_t requires_grad;
+    int32_t is_leaf;
+    int32_t readonly;      /* borrowed read-only memory */
+    int32_t pending;       /* items waiting in lucid_drain queues: drain when > 0 */
+    int64_t shape[64];
+    int64_t strides[64];   /* in elements */
+} lucid_tensor_info;
+
+#ifndef LUCID_NO_PROTOTYPES
+/* Copies the calling thread's last error message into buf (always
+ * NUL-terminated when n > 0) and returns its full length. */
+int lucid_errmsg(char *buf, size_t n);
+
+/* A zero-filled contiguous tensor. */
+int lucid_tensor_new(int32_t dtype, int32_t ndim, const int64_t *shape, lucid_tensor_info *out);
+/* Wraps caller memory without copying. base is the lowest address the view
+ * touches and nbytes its span; offset (elements) locates element [0,...,0]
+ * from base. token is handed back through LUCID_QUEUE_BUFFERS once the
+ * library no longer uses the memory. */
+int lucid_tensor_borrow(void *base, int64_t nbytes, int32_t dtype, int32_t ndim, const int64_t *shape,
+                        const int64_t *strides, int64_t offset, int32_t readonly, int64_t token,
+                        lucid_tensor_info *out);
+/* A 0-d "wrapped number" (a host-language scalar: weak in promotion). For
+ * integer and bool dtypes ivalue is used, else fvalue. */
+int lucid_scalar(int32_t dtype, double fvalue, int64_t ivalue, lucid_tensor_info *out);
+/* Refreshes the info of a handle. */
+int lucid_tensor_info_get(int64_t h, lucid_tensor_info *out);
+/* Releases a handle (tensor, node or backward run). */
+int lucid_release(int64_t h);
+
+int lucid_set_requires_grad(int64_t h, int32_t flag);
+/* The accumulated gradient (out->handle == 0 when there is none). */
+int lucid_get_grad(int64_t h, lucid_tensor_info *out);
+/* Replaces the gradient; g == 0 clears it. */
+int lucid_set_grad(int64_t h, int64_t g);
+int lucid_detach(int64_t h, lucid_tensor_info *out);
+/* The grad_fn node of a tensor (*node == 0 for a leaf). The same node always
+ * gets the same handle while one is live. */
+int lucid_grad_fn(int64_t h, int64_t *node);
+int lucid_node_name(int64_t node, char *buf, size_t n);
+/* next_functions: node handles (0 = none) and output numbers, at most cap. */
+int lucid_node_next(int64_t node, int64_t *nodes, int32_t *outputs, int32_t cap, int32_t *count);
+
+int lucid_binary(int32_t op, int64_t a, int64_t b, int32_t mode, lucid_tensor_info *out);
+int lucid_unary(int32_t op, int64_t a, int32_t mode, lucid_tensor_info *out);
+/* Sum or mean over dims (ndims < 0: all dims). */
+int lucid_reduce(int32_t op, int64_t a, const int64_t *dims, int32_t ndims, int32_t keepdim, int32_t mode,
+                 lucid_tensor_info *out);
+int lucid_cast(int64_t a, int32_t dtype, int32_t mode, lucid_tensor_info *out);
+
+/* Backward: start a run from n roots (grads[i] == 0: implicit ones). With
+ * ninputs >= 0 it is a grad() call over inputs; with ninputs < 0 gradients
+ * accumulate into leaves. */
+int lucid_backward_start(const int64_t *roots, const int64_t *grads, int32_t n, const int64_t *inputs,
+                         int32_t ninputs, int32_t flags, int32_t mode, int64_t *run);
+/* Runs until done (*function == 0) or until a host-defined function must run:
+ * then *function is its id, grads[0..*ngrads) its output gradients (0 = none)
+ * and *release says to free its saved state afterwards. */
+int lucid_backward_next(int64_t run, int64_t *function, int64_t *grads, int32_t cap, int32_t *ngrads,
+                        int32_t *release);
+/* Hands back one gradient per input of the pending function (0 = none). */
+int lucid_backward_resume(int64_t run, const int64_t *grads, int32_t n);
+/* grad(): the gradients for the run's inputs (0 = unused). */
+int lucid_backward_result(int64_t run, int64_t *grads, int32_t n);
+
+/* Records a host-defined function (autograd.Function) as the grad_fn of its
+ * outputs; id identifies it to the host; name is its node name. */
+int lucid_function_record(const char *name, int64_t id, const int64_t *inputs, int32_t ninputs,
+                          const int64_t *outputs, int32_t noutputs);
+
+/* Pops up to cap released tokens (buffers) or function ids from a queue. */
+int lucid_drain(int32_t queue, int64_t *items, int32_t cap, int32_t *count);
+/* Counters: see LUCID_STAT_*. */
+int lucid_stats(int64_t *out, int32_t n);
+/* Runs a full garbage collection and waits for released memory to be freed. */
+int lucid_collect(void);
+
+int lucid_set_num_threads(int32_t n);
+int lucid_get_num_threads(int32_t *n);
+/* JSON array of op schemas: [{"name":..., "version":..., "amp_policy":..., "deterministic":...}]. */
+int lucid_schemas(char *buf, size_t n, size_t *needed);
+/* Test hook: panics inside Go; must come back as LUCID_EPANIC. */
+int lucid_debug_panic(void);
+#endif /* LUCID_NO_PROTOTYPES */
+#endif /* LUCID_H */

@@ -1,0 +1,755 @@
+// Command capi is pylucid's C ABI: `go build -buildmode=c-shared ./capi`
+// produces liblucid, whose functions are documented in lucid.h.
+//
+// Conventions: every export returns a status code and recovers panics (see
+// call); Go objects cross only as int64 handles; tensor memory is C memory
+// (the C allocator is installed at init) or memory the caller lent. Nothing
+// here calls back into the host or installs signal handlers.
+package main
+
+/*
+#define LUCID_NO_PROTOTYPES
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include "lucid.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"time"
+	"unsafe"
+
+	"github.com/pylucid/pylucid/core/amp"
+	"github.com/pylucid/pylucid/core/autograd"
+	"github.com/pylucid/pylucid/core/backend"
+	"github.com/pylucid/pylucid/core/backend/cpu"
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/errs"
+	"github.com/pylucid/pylucid/core/ops"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+func main() {}
+
+// copyString writes s into buf (size n), always NUL-terminated when n > 0.
+func copyString(s string, buf *C.char, n C.size_t) {
+	if buf == nil || n == 0 {
+		return
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
+	k := copy(dst[:len(dst)-1], s)
+	dst[k] = 0
+}
+
+//export lucid_errmsg
+func lucid_errmsg(buf *C.char, n C.size_t) C.int {
+	errMu.Lock()
+	msg := errMsgs[C.pthread_self()]
+	errMu.Unlock()
+	copyString(msg, buf, n)
+	return C.int(len(msg))
+}
+
+func fill(out *C.lucid_tensor_info, t *tensor.Tensor) error {
+	if out == nil {
+		return errs.Valuef("output info pointer is NULL")
+	}
+	out.handle = C.int64_t(handles.put(t))
+	fillInfo(out, t)
+	return nil
+}
+
+func fillInfo(out *C.lucid_tensor_info, t *tensor.Tensor) {
+	out.data = t.DataPointer()
+	out.dtype = C.int32_t(t.Dtype())
+	out.ndim = C.int32_t(t.Ndim())
+	out.requires_grad = boolInt(t.RequiresGrad())
+	out.is_leaf = boolInt(t.IsLeaf())
+	out.readonly = boolInt(t.Storage().ReadOnly())
+	out.pending = C.int32_t(min(pendingItems.Load(), 1<<30))
+	for i, d := range t.Shape() {
+		out.shape[i] = C.int64_t(d)
+	}
+	for i, s := range t.Strides() {
+		out.strides[i] = C.int64_t(s)
+	}
+}
+
+func boolInt(b bool) C.int32_t {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func shapeOf(ndim C.int32_t, p *C.int64_t) ([]int, error) {
+	if ndim < 0 || ndim > tensor.MaxDims {
+		return nil, errs.Valuef("number of dims %d out of range [0, %d]", int(ndim), tensor.MaxDims)
+	}
+	if ndim > 0 && p == nil {
+		return nil, errs.Valuef("shape pointer is NULL")
+	}
+	shape := make([]int, int(ndim))
+	for i, d := range unsafe.Slice(p, int(ndim)) {
+		shape[i] = int(d)
+	}
+	return shape, nil
+}
+
+func dtypeOf(d C.int32_t) (dtype.Dtype, error) {
+	dt := dtype.Dtype(d)
+	if d < 0 || d > 255 || !dt.Valid() {
+		return 0, errs.Typef("unsupported dtype code %d", int(d))
+	}
+	return dt, nil
+}
+
+// contextOf decodes an op call's mode flags.
+func contextOf(mode C.int32_t) (*ops.Context, error) {
+	c := &ops.Context{Backend: cpu.Default, GradEnabled: mode&C.LUCID_MODE_GRAD != 0}
+	if mode&C.LUCID_MODE_AUTOCAST != 0 {
+		st, err := amp.NewState(dtype.Dtype((mode >> 8) & 0xff))
+		if err != nil {
+			return nil, errs.Typef("%v", err)
+		}
+		c.Autocast = st
+	}
+	return c, nil
+}
+
+//export lucid_tensor_new
+func lucid_tensor_new(dt C.int32_t, ndim C.int32_t, shape *C.int64_t, out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		d, err := dtypeOf(dt)
+		if err != nil {
+			return err
+		}
+		s, err := shapeOf(ndim, shape)
+		if err != nil {
+			return err
+		}
+		t, err := tensor.New(d, s)
+		if err != nil {
+			return err
+		}
+		return fill(out, t)
+	})
+}
+
+//export lucid_tensor_borrow
+func lucid_tensor_borrow(base unsafe.Pointer, nbytes C.int64_t, dt C.int32_t, ndim C.int32_t, shape *C.int64_t,
+	strides *C.int64_t, offset C.int64_t, readonly C.int32_t, token C.int64_t, out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		d, err := dtypeOf(dt)
+		if err != nil {
+			return err
+		}
+		s, err := shapeOf(ndim, shape)
+		if err != nil {
+			return err
+		}
+		st, err := shapeOf(ndim, strides)
+		if err != nil {
+			return err
+		}
+		if nbytes < 0 || (nbytes > 0 && base == nil) {
+			return errs.Valuef("invalid buffer (%d bytes at %p)", int64(nbytes), base)
+		}
+		var data []byte
+		if nbytes > 0 {
+			data = unsafe.Slice((*byte)(base), int(nbytes))
+		}
+		size := int64(nbytes)
+		tok := int64(token)
+		storage := tensor.BorrowStorage(data, readonly != 0, func() {
+			borrowedCount.Add(-1)
+			borrowedBytes.Add(-size)
+			noteFreed()
+			bufferQueue.push(tok)
+		})
+		borrowedCount.Add(1)
+		borrowedBytes.Add(size)
+		maybeCollect(0)
+		t, err := tensor.NewView(storage, d, s, st, int(offset))
+		if err != nil {
+			return err
+		}
+		return fill(out, t)
+	})
+}
+
+//export lucid_scalar
+func lucid_scalar(dt C.int32_t, fv C.double, iv C.int64_t, out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		d, err := dtypeOf(dt)
+		if err != nil {
+			return err
+		}
+		var t *tensor.Tensor
+		if d.IsFloat() {
+			t, err = tensor.Scalar(d, float64(fv))
+		} else {
+			t, err = tensor.FromInt64s(d, nil, []int64{int64(iv)})
+		}
+		if err != nil {
+			return err
+		}
+		if t, err = t.AsWrappedNumber(); err != nil {
+			return err
+		}
+		return fill(out, t)
+	})
+}
+
+//export lucid_tensor_info_get
+func lucid_tensor_info_get(h C.int64_t, out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		t, err := getTensor(h)
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			return errs.Valuef("output info pointer is NULL")
+		}
+		out.handle = h
+		fillInfo(out, t)
+		return nil
+	})
+}
+
+//export lucid_release
+func lucid_release(h C.int64_t) C.int {
+	return call(func() error { return handles.release(int64(h)) })
+}
+
+//export lucid_set_requires_grad
+func lucid_set_requires_grad(h C.int64_t, flag C.int32_t) C.int {
+	return call(func() error {
+		t, err := getTensor(h)
+		if err != nil {
+			return err
+		}
+		return t.SetRequiresGrad(flag != 0)
+	})
+}
+
+//export lucid_get_grad
+func lucid_get_grad(h C.int64_t, out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		t, err := getTensor(h)
+		if err != nil {
+			return err
+		}
+		g := t.Grad()
+		if g == nil {
+			if out == nil {
+				return errs.Valuef("output info pointer is NULL")
+			}
+			out.handle = 0
+			return nil
+		}
+		return fill(out, g)
+	})
+}
+
+//export lucid_set_grad
+func lucid_set_grad(h C.int64_t, g C.int64_t) C.int {
+	return call(func() error {
+		t, err := getTensor(h)
+		if err != nil {
+			return err
+		}
+		if g == 0 {
+			t.SetGrad(nil)
+			return nil
+		}
+		gt, err := getTensor(g)
+		if err != nil {
+			return err
+		}
+		if !tensor.SameShape(gt.Shape(), t.Shape()) {
+			return errs.Valuef("assigned grad has shape %s but the tensor has shape %s",
+				tensor.FormatShape(gt.Shape()), tensor.FormatShape(t.Shape()))
+		}
+		if gt.Dtype() != t.Dtype() {
+			return errs.Typef("assigned grad has dtype %v but the tensor has dtype %v", gt.Dtype(), t.Dtype())
+		}
+		t.SetGrad(gt)
+		return nil
+	})
+}
+
+//export lucid_detach
+func lucid_detach(h C.int64_t, out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		t, err := getTensor(h)
+		if err != nil {
+			return err
+		}
+		return fill(out, t.Detach())
+	})
+}
+
+//export lucid_grad_fn
+func lucid_grad_fn(h C.int64_t, node *C.int64_t) C.int {
+	return call(func() error {
+		t, err := getTensor(h)
+		if err != nil {
+			return err
+		}
+		if node == nil {
+			return errs.Valuef("node pointer is NULL")
+		}
+		fn, _ := t.GradFn()
+		*node = 0
+		if fn != nil {
+			*node = C.int64_t(handles.putShared(fn))
+		}
+		return nil
+	})
+}
+
+func getNode(h C.int64_t) (autograd.Node, error) {
+	o, ok := handles.get(int64(h))
+	if !ok {
+		return nil, fmt.Errorf("invalid or released node handle %d", int64(h))
+	}
+	n, ok := o.(autograd.Node)
+	if !ok {
+		return nil, fmt.Errorf("handle %d is not an autograd node", int64(h))
+	}
+	return n, nil
+}
+
+//export lucid_node_name
+func lucid_node_name(h C.int64_t, buf *C.char, n C.size_t) C.int {
+	return call(func() error {
+		node, err := getNode(h)
+		if err != nil {
+			return err
+		}
+		copyString(node.Name(), buf, n)
+		return nil
+	})
+}
+
+//export lucid_node_next
+func lucid_node_next(h C.int64_t, nodes *C.int64_t, outputs *C.int32_t, capacity C.int32_t, count *C.int32_t) C.int {
+	return call(func() error {
+		node, err := getNode(h)
+		if err != nil {
+			return err
+		}
+		edges := node.Next()
+		if count == nil || (capacity > 0 && (nodes == nil || outputs == nil)) {
+			return errs.Valuef("NULL output pointer")
+		}
+		*count = C.int32_t(len(edges))
+		if int(capacity) < len(edges) {
+			return nil // the caller retries with a larger buffer
+		}
+		ns, os := unsafe.Slice(nodes, len(edges)), unsafe.Slice(outputs, len(edges))
+		for i, e := range edges {
+			ns[i], os[i] = 0, C.int32_t(e.Output)
+			if e.Node != nil {
+				ns[i] = C.int64_t(handles.putShared(e.Node))
+			}
+		}
+		return nil
+	})
+}
+
+var binaryOps = map[C.int32_t]func(*ops.Context, *tensor.Tensor, *tensor.Tensor) (*tensor.Tensor, error){
+	C.LUCID_ADD: ops.Add, C.LUCID_SUB: ops.Sub, C.LUCID_MUL: ops.Mul, C.LUCID_DIV: ops.Div,
+	C.LUCID_MINIMUM: ops.Minimum, C.LUCID_MAXIMUM: ops.Maximum,
+}
+
+//export lucid_binary
+func lucid_binary(op C.int32_t, a, b C.int64_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		f, ok := binaryOps[op]
+		if !ok {
+			return errs.Valuef("unknown binary op %d", int(op))
+		}
+		c, err := contextOf(mode)
+		if err != nil {
+			return err
+		}
+		ta, err := getTensor(a)
+		if err != nil {
+			return err
+		}
+		tb, err := getTensor(b)
+		if err != nil {
+			return err
+		}
+		y, err := f(c, ta, tb)
+		if err != nil {
+			return err
+		}
+		return fill(out, y)
+	})
+}
+
+//export lucid_unary
+func lucid_unary(op C.int32_t, a C.int64_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		if op != C.LUCID_NEG {
+			return errs.Valuef("unknown unary op %d", int(op))
+		}
+		c, err := contextOf(mode)
+		if err != nil {
+			return err
+		}
+		ta, err := getTensor(a)
+		if err != nil {
+			return err
+		}
+		y, err := ops.Neg(c, ta)
+		if err != nil {
+			return err
+		}
+		return fill(out, y)
+	})
+}
+
+//export lucid_reduce
+func lucid_reduce(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, keepdim C.int32_t, mode C.int32_t,
+	out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		c, err := contextOf(mode)
+		if err != nil {
+			return err
+		}
+		ta, err := getTensor(a)
+		if err != nil {
+			return err
+		}
+		var ds []int
+		if ndims >= 0 {
+			if ds, err = shapeOf(ndims, dims); err != nil {
+				return err
+			}
+		}
+		var y *tensor.Tensor
+		switch op {
+		case C.LUCID_SUM:
+			y, err = ops.Sum(c, ta, ds, keepdim != 0)
+		case C.LUCID_MEAN:
+			y, err = ops.Mean(c, ta, ds, keepdim != 0)
+		default:
+			return errs.Valuef("unknown reduction %d", int(op))
+		}
+		if err != nil {
+			return err
+		}
+		return fill(out, y)
+	})
+}
+
+//export lucid_cast
+func lucid_cast(a C.int64_t, dt C.int32_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		c, err := contextOf(mode)
+		if err != nil {
+			return err
+		}
+		d, err := dtypeOf(dt)
+		if err != nil {
+			return err
+		}
+		ta, err := getTensor(a)
+		if err != nil {
+			return err
+		}
+		y, err := ops.Cast(c, ta, d)
+		if err != nil {
+			return err
+		}
+		return fill(out, y)
+	})
+}
+
+// backwardRun is a backward pass in progress, driven by the host.
+type backwardRun struct {
+	run *autograd.Run
+}
+
+//export lucid_backward_start
+func lucid_backward_start(roots, grads *C.int64_t, n C.int32_t, inputs *C.int64_t, ninputs C.int32_t,
+	flags C.int32_t, mode C.int32_t, run *C.int64_t) C.int {
+	return call(func() error {
+		if run == nil {
+			return errs.Valuef("run pointer is NULL")
+		}
+		c, err := contextOf(mode)
+		if err != nil {
+			return err
+		}
+		rs, err := getTensors(roots, int(n), false)
+		if err != nil {
+			return err
+		}
+		var gs []*tensor.Tensor
+		if grads != nil {
+			if gs, err = getTensors(grads, int(n), true); err != nil {
+				return err
+			}
+		}
+		opts := autograd.Options{
+			RetainGraph: flags&C.LUCID_RETAIN_GRAPH != 0,
+			CreateGraph: flags&C.LUCID_CREATE_GRAPH != 0,
+			AllowUnused: flags&C.LUCID_ALLOW_UNUSED != 0,
+			Math:        ops.EngineMath(c),
+		}
+		if ninputs >= 0 {
+			if opts.Inputs, err = getTensors(inputs, int(ninputs), false); err != nil {
+				return err
+			}
+		}
+		r, err := autograd.Start(rs, gs, opts)
+		if err != nil {
+			return err
+		}
+		*run = C.int64_t(handles.put(&backwardRun{run: r}))
+		return nil
+	})
+}
+
+func getRun(h C.int64_t) (*backwardRun, error) {
+	o, ok := handles.get(int64(h))
+	if !ok {
+		return nil, fmt.Errorf("invalid or released backward handle %d", int64(h))
+	}
+	r, ok := o.(*backwardRun)
+	if !ok {
+		return nil, fmt.Errorf("handle %d is not a backward run", int64(h))
+	}
+	return r, nil
+}
+
+//export lucid_backward_next
+func lucid_backward_next(h C.int64_t, function *C.int64_t, grads *C.int64_t, capacity C.int32_t, ngrads *C.int32_t,
+	release *C.int32_t) C.int {
+	return call(func() error {
+		r, err := getRun(h)
+		if err != nil {
+			return err
+		}
+		if function == nil || ngrads == nil || release == nil {
+			return errs.Valuef("NULL output pointer")
+		}
+		p, err := r.run.Next()
+		if err != nil {
+			return err
+		}
+		*function, *ngrads, *release = 0, 0, 0
+		if p == nil {
+			return nil
+		}
+		if int(capacity) < len(p.Grads) || grads == nil {
+			return errs.Valuef("gradient buffer of %d too small for %d outputs", int(capacity), len(p.Grads))
+		}
+		out := unsafe.Slice(grads, len(p.Grads))
+		for i, g := range p.Grads {
+			out[i] = 0
+			if g != nil {
+				out[i] = C.int64_t(handles.put(g))
+			}
+		}
+		*function, *ngrads, *release = C.int64_t(p.Node.ID), C.int32_t(len(p.Grads)), boolInt(p.Release)
+		return nil
+	})
+}
+
+//export lucid_backward_resume
+func lucid_backward_resume(h C.int64_t, grads *C.int64_t, n C.int32_t) C.int {
+	return call(func() error {
+		r, err := getRun(h)
+		if err != nil {
+			return err
+		}
+		gs, err := getTensors(grads, int(n), true)
+		if err != nil {
+			return err
+		}
+		return r.run.Resume(gs)
+	})
+}
+
+//export lucid_backward_result
+func lucid_backward_result(h C.int64_t, grads *C.int64_t, n C.int32_t) C.int {
+	return call(func() error {
+		r, err := getRun(h)
+		if err != nil {
+			return err
+		}
+		res := r.run.Result()
+		if int(n) != len(res) || (n > 0 && grads == nil) {
+			return errs.Valuef("result buffer of %d for %d inputs", int(n), len(res))
+		}
+		out := unsafe.Slice(grads, len(res))
+		for i, g := range res {
+			out[i] = 0
+			if g != nil {
+				out[i] = C.int64_t(handles.put(g))
+			}
+		}
+		return nil
+	})
+}
+
+//export lucid_function_record
+func lucid_function_record(name *C.char, id C.int64_t, inputs *C.int64_t, ninputs C.int32_t,
+	outputs *C.int64_t, noutputs C.int32_t) C.int {
+	return call(func() error {
+		if name == nil {
+			return errs.Valuef("function name is NULL")
+		}
+		ins, err := getTensors(inputs, int(ninputs), false)
+		if err != nil {
+			return err
+		}
+		outs, err := getTensors(outputs, int(noutputs), false)
+		if err != nil {
+			return err
+		}
+		edges := make([]autograd.Edge, len(ins))
+		metas := make([]autograd.InputMeta, len(ins))
+		for i, t := range ins {
+			edges[i] = autograd.EdgeOf(t)
+			metas[i] = autograd.InputMeta{Shape: t.Shape(), Dtype: t.Dtype()}
+		}
+		node := autograd.NewExternal(C.GoString(name), int64(id), edges, metas, len(outs))
+		fid := int64(id)
+		runtime.AddCleanup(node, func(fid int64) { functionQueue.push(fid) }, fid)
+		for i, o := range outs {
+			if !o.IsLeaf() {
+				return errs.Valuef("output %d of %s already has a grad_fn; return new tensors from forward", i, C.GoString(name))
+			}
+			if o.Dtype().IsFloat() {
+				o.SetGradFn(node, i)
+			}
+		}
+		return nil
+	})
+}
+
+//export lucid_drain
+func lucid_drain(q C.int32_t, items *C.int64_t, capacity C.int32_t, count *C.int32_t) C.int {
+	return call(func() error {
+		if count == nil || (capacity > 0 && items == nil) {
+			return errs.Valuef("NULL output pointer")
+		}
+		var src *queue
+		switch q {
+		case C.LUCID_QUEUE_BUFFERS:
+			src = &bufferQueue
+		case C.LUCID_QUEUE_FUNCTIONS:
+			src = &functionQueue
+		default:
+			return errs.Valuef("unknown queue %d", int(q))
+		}
+		got := src.pop(int(capacity))
+		copy(unsafe.Slice(items, len(got)), unsafe.Slice((*C.int64_t)(unsafe.Pointer(unsafe.SliceData(got))), len(got)))
+		*count = C.int32_t(len(got))
+		return nil
+	})
+}
+
+//export lucid_stats
+func lucid_stats(out *C.int64_t, n C.int32_t) C.int {
+	return call(func() error {
+		if n > 0 && out == nil {
+			return errs.Valuef("NULL output pointer")
+		}
+		vals := []int64{int64(handles.count()), borrowedCount.Load(), cBytes.Load(), cBlocks.Load()}
+		dst := unsafe.Slice(out, int(n))
+		for i := range dst {
+			if i < len(vals) {
+				dst[i] = C.int64_t(vals[i])
+			}
+		}
+		return nil
+	})
+}
+
+//export lucid_collect
+func lucid_collect() C.int {
+	return call(func() error {
+		// Cleanups run on their own goroutine after a collection: repeat
+		// until the counters settle.
+		prev := int64(-1)
+		for i := 0; i < 50; i++ {
+			runtime.GC()
+			time.Sleep(2 * time.Millisecond)
+			cur := cBlocks.Load()*1000003 + borrowedCount.Load()
+			if cur == prev {
+				break
+			}
+			prev = cur
+		}
+		baseline.Store(outstanding())
+		return nil
+	})
+}
+
+//export lucid_set_num_threads
+func lucid_set_num_threads(n C.int32_t) C.int {
+	return call(func() error {
+		if n < 1 {
+			return errs.Valuef("number of threads must be at least 1, got %d", int(n))
+		}
+		cpu.Default.SetThreads(int(n))
+		return nil
+	})
+}
+
+//export lucid_get_num_threads
+func lucid_get_num_threads(n *C.int32_t) C.int {
+	return call(func() error {
+		if n == nil {
+			return errs.Valuef("NULL output pointer")
+		}
+		*n = C.int32_t(cpu.Default.Threads())
+		return nil
+	})
+}
+
+type schemaJSON struct {
+	Name          string `json:"name"`
+	Version       int    `json:"version"`
+	AmpPolicy     string `json:"amp_policy"`
+	Deterministic bool   `json:"deterministic"`
+}
+
+//export lucid_schemas
+func lucid_schemas(buf *C.char, n C.size_t, needed *C.size_t) C.int {
+	return call(func() error {
+		var out []schemaJSON
+		for _, s := range ops.Schemas() {
+			out = append(out, schemaJSON{s.Name, s.Version, s.AmpPolicy.String(), s.Deterministic})
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return err
+		}
+		if needed != nil {
+			*needed = C.size_t(len(b) + 1)
+		}
+		copyString(string(b), buf, n)
+		return nil
+	})
+}
+
+//export lucid_debug_panic
+func lucid_debug_panic() C.int {
+	return call(func() error {
+		var b backend.IBackend
+		return b.Binary(backend.Add, nil, nil, nil) // nil interface: a real Go runtime panic
+	})
+}

@@ -1,0 +1,258 @@
+package main
+
+/*
+#cgo CFLAGS: -O2
+#define LUCID_NO_PROTOTYPES
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include "lucid.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/pylucid/pylucid/core/errs"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+// ---- status codes and per-thread error messages ----
+
+const (
+	statusOK      = 0
+	statusValue   = 1
+	statusType    = 2
+	statusRuntime = 3
+	statusPanic   = 4
+)
+
+var (
+	errMu   sync.Mutex
+	errMsgs = map[C.pthread_t]string{}
+)
+
+func fail(code C.int, msg string) C.int {
+	errMu.Lock()
+	errMsgs[C.pthread_self()] = msg
+	errMu.Unlock()
+	return code
+}
+
+// call runs f, mapping its error to a status code and a Go panic to
+// statusPanic, so that no panic ever crosses into C.
+func call(f func() error) (rc C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			rc = fail(statusPanic, fmt.Sprintf("internal error in pylucid's native library (Go panic): %v", r))
+		}
+	}()
+	err := f()
+	if err == nil {
+		return statusOK
+	}
+	switch errs.KindOf(err) {
+	case errs.Value:
+		return fail(statusValue, err.Error())
+	case errs.Type:
+		return fail(statusType, err.Error())
+	}
+	return fail(statusRuntime, err.Error())
+}
+
+// ---- handles ----
+
+type handleTable struct {
+	mu    sync.Mutex
+	next  int64
+	objs  map[int64]any
+	nodes map[any]int64 // node → handle, so one node keeps one handle
+	refs  map[int64]int // references to node handles
+}
+
+var handles = handleTable{objs: map[int64]any{}, nodes: map[any]int64{}, refs: map[int64]int{}}
+
+func (h *handleTable) put(obj any) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.next++
+	h.objs[h.next] = obj
+	return h.next
+}
+
+// putShared returns obj's existing handle (adding a reference) or a new one.
+func (h *handleTable) putShared(obj any) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if id, ok := h.nodes[obj]; ok {
+		h.refs[id]++
+		return id
+	}
+	h.next++
+	h.objs[h.next], h.nodes[obj], h.refs[h.next] = obj, h.next, 1
+	return h.next
+}
+
+func (h *handleTable) get(id int64) (any, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	o, ok := h.objs[id]
+	return o, ok
+}
+
+func (h *handleTable) release(id int64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	obj, ok := h.objs[id]
+	if !ok {
+		return fmt.Errorf("invalid or released handle %d", id)
+	}
+	if n, shared := h.refs[id]; shared {
+		if n > 1 {
+			h.refs[id] = n - 1
+			return nil
+		}
+		delete(h.refs, id)
+		delete(h.nodes, obj)
+	}
+	delete(h.objs, id)
+	return nil
+}
+
+func (h *handleTable) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.objs)
+}
+
+func getTensor(id C.int64_t) (*tensor.Tensor, error) {
+	o, ok := handles.get(int64(id))
+	if !ok {
+		return nil, fmt.Errorf("invalid or released tensor handle %d", int64(id))
+	}
+	t, ok := o.(*tensor.Tensor)
+	if !ok {
+		return nil, fmt.Errorf("handle %d is not a tensor", int64(id))
+	}
+	return t, nil
+}
+
+func getTensors(p *C.int64_t, n int, allowZero bool) ([]*tensor.Tensor, error) {
+	if n < 0 || (n > 0 && p == nil) {
+		return nil, errs.Valuef("invalid handle array (n=%d)", n)
+	}
+	ids := unsafe.Slice(p, n)
+	out := make([]*tensor.Tensor, n)
+	for i, id := range ids {
+		if id == 0 && allowZero {
+			continue
+		}
+		t, err := getTensor(id)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// ---- queues of things handed back to the host ----
+
+type queue struct {
+	mu    sync.Mutex
+	items []int64
+}
+
+func (q *queue) push(v int64) {
+	q.mu.Lock()
+	q.items = append(q.items, v)
+	q.mu.Unlock()
+	pendingItems.Add(1)
+}
+
+func (q *queue) pop(max int) []int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := min(max, len(q.items))
+	out := append([]int64(nil), q.items[:n]...)
+	q.items = q.items[n:]
+	pendingItems.Add(-int64(n))
+	return out
+}
+
+var (
+	bufferQueue   queue // tokens of borrowed buffers the library no longer uses
+	functionQueue queue // ids of host functions whose graph node is gone
+	pendingItems  atomic.Int64
+)
+
+// ---- memory: C allocations, borrowed buffers and collection ----
+
+var (
+	cBytes        atomic.Int64
+	cBlocks       atomic.Int64
+	borrowedCount atomic.Int64
+	borrowedBytes atomic.Int64
+	baseline      atomic.Int64 // outstanding bytes right after the last collection, lowered as memory is freed
+	gcMu          sync.Mutex
+)
+
+// collectEvery is how far outstanding memory may grow past its low-water mark
+// before the library runs Go's collector itself: Go's GC sees only small
+// headers, never the C memory behind them.
+const collectEvery = 64 << 20
+
+func outstanding() int64 { return cBytes.Load() + borrowedBytes.Load() }
+
+func noteFreed() {
+	for {
+		o, b := outstanding(), baseline.Load()
+		if o >= b || baseline.CompareAndSwap(b, o) {
+			return
+		}
+	}
+}
+
+func maybeCollect(incoming int64) {
+	if outstanding()+incoming <= baseline.Load()+collectEvery {
+		return
+	}
+	if !gcMu.TryLock() {
+		return
+	}
+	defer gcMu.Unlock()
+	runtime.GC()
+	baseline.Store(outstanding())
+}
+
+type cAllocator struct{}
+
+func (cAllocator) Alloc(n int) ([]byte, func(), error) {
+	if n == 0 {
+		return nil, nil, nil
+	}
+	maybeCollect(int64(n))
+	size := (n + 63) &^ 63
+	p := C.aligned_alloc(64, C.size_t(size))
+	if p == nil {
+		return nil, nil, fmt.Errorf("out of memory allocating %d bytes", n)
+	}
+	C.memset(p, 0, C.size_t(n))
+	cBytes.Add(int64(n))
+	cBlocks.Add(1)
+	return unsafe.Slice((*byte)(p), n), func() {
+		C.free(p)
+		cBytes.Add(-int64(n))
+		cBlocks.Add(-1)
+		noteFreed()
+	}, nil
+}
+
+func init() {
+	tensor.SetAllocator(cAllocator{})
+}
+

@@ -1,0 +1,101 @@
+"""pylucid: tensors and autograd with a Go core.
+
+    >>> import numpy as np, pylucid
+    >>> a = pylucid.tensor([1.0, 5.0], requires_grad=True)
+    >>> y = pylucid.ops.minimum(a, np.float32(3.0))
+    >>> y.sum().backward(); a.grad.numpy()
+    array([1., 0.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from . import _lib
+from ._lib import check as _check
+from ._lib import ffi as _ffi
+from ._lib import lib as _native
+from . import ops
+from . import autograd
+from .amp import autocast, is_autocast_enabled
+from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .dtypes import (
+    bfloat16,
+    bool_,
+    dtype,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
+from .tensor import Node, Tensor, from_numpy, tensor, zeros
+
+__version__ = "0.1.0"
+
+
+def set_num_threads(n: int) -> None:
+    """Sets the number of worker goroutines of the cpu backend (results do
+    not depend on it)."""
+    _lib.check_fork()
+    _check(_native.lucid_set_num_threads(int(n)))
+
+
+def get_num_threads() -> int:
+    """The number of worker goroutines of the cpu backend."""
+    _lib.check_fork()
+    out = _ffi.new("int32_t*")
+    _check(_native.lucid_get_num_threads(out))
+    return int(out[0])
+
+
+def _stats() -> dict[str, int]:
+    """Library counters: live handles, borrowed buffers, C bytes and blocks."""
+    _lib.check_fork()
+    out = _ffi.new("int64_t[]", 4)
+    _check(_native.lucid_stats(out, 4))
+    return {"handles": out[0], "borrowed": out[1], "c_bytes": out[2], "c_blocks": out[3]}
+
+
+def _collect() -> None:
+    """Runs the native collector until released memory is freed, then drops
+    the NumPy buffers the library handed back."""
+    from .tensor import drain
+
+    _lib.check_fork()
+    _check(_native.lucid_collect())
+    drain()
+
+
+bool = bool_  # noqa: A001 - pylucid.bool, as torch.bool
+
+__all__ = [
+    "Tensor",
+    "Node",
+    "tensor",
+    "from_numpy",
+    "zeros",
+    "ops",
+    "autograd",
+    "Function",
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "is_grad_enabled",
+    "autocast",
+    "is_autocast_enabled",
+    "set_num_threads",
+    "get_num_threads",
+    "dtype",
+    "bool_",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+]

@@ -1,0 +1,120 @@
+"""Loads pylucid's native library (Go core, C ABI) with cffi in ABI mode.
+
+Boundary rules (DESIGN.md): exactly one library per process; calls release the
+GIL (cffi does so for every call); errors come back as status codes whose
+message is fetched with ``lucid_errmsg`` and raised as the matching Python
+exception; in a process forked after import every call raises at once.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import threading
+from typing import Any, NoReturn
+
+import cffi
+
+_HERE = pathlib.Path(__file__).resolve().parent
+_NATIVE = _HERE / "_native"
+
+
+def _header_text() -> str:
+    candidates = [_NATIVE / "lucid.h", _HERE.parent.parent / "capi" / "lucid.h"]
+    for path in candidates:
+        if path.is_file():
+            return path.read_text()
+    raise ImportError("pylucid: lucid.h not found; reinstall the package (pip install .)")
+
+
+def _cdef(header: str) -> str:
+    """Turns lucid.h into a cffi cdef: keep #define constants, drop other
+    preprocessor lines (include guards, includes, the prototype guard)."""
+    out = []
+    for line in header.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            if re.match(r"#define\s+LUCID_[A-Z0-9_]+\s+-?\d+\s*$", stripped):
+                out.append(stripped)
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def _library_path() -> str:
+    override = os.environ.get("PYLUCID_LIBRARY")
+    if override:
+        return override
+    for name in ("liblucid.so", "liblucid.dylib", "lucid.dll"):
+        path = _NATIVE / name
+        if path.is_file():
+            return str(path)
+    raise ImportError(
+        "pylucid: native library not found in %s; build it with `pip install .` "
+        "(needs Go) or set PYLUCID_LIBRARY" % _NATIVE
+    )
+
+
+ffi = cffi.FFI()
+ffi.cdef(_cdef(_header_text()))
+lib: Any = ffi.dlopen(_library_path())
+
+_forked = False
+
+
+def _mark_forked() -> None:
+    global _forked
+    _forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_mark_forked)
+
+FORK_MESSAGE = (
+    "pylucid cannot be used in a process forked after pylucid was imported: the Go "
+    "runtime inside its native library does not survive fork(). Use the 'spawn' or "
+    "'forkserver' start method (multiprocessing.set_start_method('spawn')), or import "
+    "pylucid only in the child."
+)
+
+
+def forked() -> bool:
+    return _forked
+
+
+def check_fork() -> None:
+    if _forked:
+        raise RuntimeError(FORK_MESSAGE)
+
+
+_EXCEPTIONS: dict[int, type[Exception]] = {
+    1: ValueError,
+    2: TypeError,
+    3: RuntimeError,
+    4: RuntimeError,
+}
+
+_msgbuf = threading.local()
+
+
+def error_message() -> str:
+    buf = getattr(_msgbuf, "buf", None)
+    if buf is None:
+        buf = _msgbuf.buf = ffi.new("char[]", 4096)
+    n = lib.lucid_errmsg(buf, 4096)
+    if n >= 4096:
+        big = ffi.new("char[]", n + 1)
+        lib.lucid_errmsg(big, n + 1)
+        return str(ffi.string(big).decode("utf-8", "replace"))
+    return str(ffi.string(buf).decode("utf-8", "replace"))
+
+
+def raise_status(rc: int) -> NoReturn:
+    """Raises the exception for a non-zero status of the last call on this thread."""
+    raise _EXCEPTIONS.get(rc, RuntimeError)(error_message())
+
+
+def check(rc: int) -> None:
+    if rc:
+        raise_status(rc)

@@ -1,0 +1,364 @@
+"""Autograd from Python: backward, grad, grad mode, Python-defined Functions
+and gradient checks.
+
+The Go engine runs the graph. A Python :class:`Function` is a node whose
+backward runs here: the engine stops at it, hands out its output gradients,
+and resumes with the input gradients this module computes (DESIGN rule 6).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import threading
+from typing import Any, Callable, Optional, Sequence, Tuple, TypeVar, Union, cast
+
+import numpy as np
+
+from . import _lib
+from ._lib import ffi, lib, raise_status
+from ._state import MODE_GRAD, is_grad_enabled, set_grad_enabled, state
+from .tensor import Tensor, as_tensor, from_handle, functions, zeros
+
+__all__ = [
+    "backward",
+    "grad",
+    "Function",
+    "FunctionCtx",
+    "gradcheck",
+    "gradgradcheck",
+    "GradcheckError",
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "is_grad_enabled",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _GradMode:
+    _enabled = True
+
+    def __init__(self) -> None:
+        self._prev: list[int] = []
+
+    def __enter__(self) -> None:
+        self._prev.append(state.mode)
+        set_grad_enabled(self._enabled)
+
+    def __exit__(self, *exc: Any) -> None:
+        prev = self._prev.pop()
+        state.mode = (state.mode & ~MODE_GRAD) | (prev & MODE_GRAD)
+
+    def __call__(self, fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self.__class__():
+                return fn(*args, **kwargs)
+
+        return cast(F, wrapper)
+
+
+class no_grad(_GradMode):
+    """Context manager (and decorator): ops record no graph on this thread."""
+
+    _enabled = False
+
+
+class enable_grad(_GradMode):
+    """Context manager (and decorator): ops record the graph on this thread."""
+
+    _enabled = True
+
+
+_FLAG_RETAIN, _FLAG_CREATE, _FLAG_ALLOW_UNUSED = 1, 2, 4
+_RETAIN_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they "
+    "have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
+    "or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time "
+    "or if you need to access saved tensors after calling backward."
+)
+
+
+def _tensors(xs: Union[Any, Sequence[Any]]) -> list[Tensor]:
+    if isinstance(xs, (list, tuple)):
+        return [as_tensor(x) for x in xs]
+    return [as_tensor(xs)]
+
+
+def _run(roots: list[Tensor], grads: Optional[list[Optional[Tensor]]], inputs: Optional[list[Tensor]],
+         flags: int, create_graph: bool) -> list[Optional[Tensor]]:
+    _lib.check_fork()
+    n = len(roots)
+    root_h = ffi.new("int64_t[]", [r._h for r in roots])
+    grad_h = ffi.NULL
+    if grads is not None:
+        if len(grads) != n:
+            raise RuntimeError("grad_tensors has %d entries but there are %d outputs" % (len(grads), n))
+        grad_h = ffi.new("int64_t[]", [0 if g is None else g._h for g in grads])
+    in_h = ffi.new("int64_t[]", [t._h for t in inputs]) if inputs else ffi.NULL
+    run = ffi.new("int64_t*")
+    rc = lib.lucid_backward_start(root_h, grad_h, n, in_h, -1 if inputs is None else len(inputs), flags,
+                                  state.mode, run)
+    if rc:
+        raise_status(rc)
+    try:
+        fid = ffi.new("int64_t*")
+        cap = 64
+        buf = ffi.new("int64_t[]", cap)
+        ngrads = ffi.new("int32_t*")
+        release = ffi.new("int32_t*")
+        while True:
+            rc = lib.lucid_backward_next(run[0], fid, buf, cap, ngrads, release)
+            if rc:
+                raise_status(rc)
+            if fid[0] == 0:
+                break
+            out_grads = [from_handle(buf[i]) if buf[i] else None for i in range(ngrads[0])]
+            record = functions.get(fid[0])
+            if record is None:
+                raise RuntimeError("autograd.Function node %d is no longer known" % fid[0])
+            results = record.run_backward(out_grads, bool(release[0]), create_graph)
+            keep = results  # keep the tensors alive across the call
+            res_h = ffi.new("int64_t[]", [0 if g is None else g._h for g in keep])
+            rc = lib.lucid_backward_resume(run[0], res_h, len(keep))
+            if rc:
+                raise_status(rc)
+        if inputs is None:
+            return []
+        out = ffi.new("int64_t[]", max(len(inputs), 1))
+        rc = lib.lucid_backward_result(run[0], out, len(inputs))
+        if rc:
+            raise_status(rc)
+        res: list[Optional[Tensor]] = []
+        for i in range(len(inputs)):
+            res.append(from_handle(out[i]) if out[i] else None)
+        return res
+    finally:
+        lib.lucid_release(run[0])
+
+
+def backward(tensors: Union[Tensor, Sequence[Tensor]], grad_tensors: Optional[Sequence[Any]] = None,
+             retain_graph: Optional[bool] = None, create_graph: bool = False) -> None:
+    """Accumulates gradients of ``tensors`` into the ``.grad`` of every leaf."""
+    roots = _tensors(tensors)
+    grads = None if grad_tensors is None else [None if g is None else as_tensor(g) for g in grad_tensors]
+    retain = create_graph if retain_graph is None else retain_graph
+    flags = (_FLAG_RETAIN if retain else 0) | (_FLAG_CREATE if create_graph else 0)
+    _run(roots, grads, None, flags, create_graph)
+
+
+def grad(outputs: Union[Tensor, Sequence[Tensor]], inputs: Union[Tensor, Sequence[Tensor]],
+         grad_outputs: Optional[Sequence[Any]] = None, retain_graph: Optional[bool] = None,
+         create_graph: bool = False, allow_unused: bool = False) -> Tuple[Optional[Tensor], ...]:
+    """The gradients of ``outputs`` with respect to ``inputs`` (no ``.grad`` is touched)."""
+    roots = _tensors(outputs)
+    ins = _tensors(inputs)
+    grads = None
+    if grad_outputs is not None:
+        go = grad_outputs if isinstance(grad_outputs, (list, tuple)) else [grad_outputs]
+        grads = [None if g is None else as_tensor(g) for g in go]
+    retain = create_graph if retain_graph is None else retain_graph
+    flags = ((_FLAG_RETAIN if retain else 0) | (_FLAG_CREATE if create_graph else 0)
+             | (_FLAG_ALLOW_UNUSED if allow_unused else 0))
+    return tuple(_run(roots, grads, ins, flags, create_graph))
+
+
+# ---- Python-defined functions ----
+
+
+class FunctionCtx:
+    """The ``ctx`` of a :class:`Function`: save tensors in forward, read them in backward."""
+
+    def __init__(self) -> None:
+        self.needs_input_grad: Tuple[bool, ...] = ()
+        self._saved: Tuple[Any, ...] = ()
+        self._freed = False
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self._saved = tensors
+
+    @property
+    def saved_tensors(self) -> Tuple[Any, ...]:
+        if self._freed:
+            raise RuntimeError(_RETAIN_MESSAGE)
+        return self._saved
+
+    def _free(self) -> None:
+        self._saved = ()
+        self._freed = True
+
+
+class _FunctionRecord:
+    """What the engine needs to run one Function call's backward."""
+
+    __slots__ = ("cls", "ctx", "tensor_positions", "nargs", "out_meta")
+
+    def __init__(self, cls: type, ctx: FunctionCtx, tensor_positions: list[int], nargs: int,
+                 out_meta: list[Tuple[Tuple[int, ...], Any]]) -> None:
+        self.cls = cls
+        self.ctx = ctx
+        self.tensor_positions = tensor_positions
+        self.nargs = nargs
+        self.out_meta = out_meta
+
+    def run_backward(self, grads: list[Optional[Tensor]], release: bool, create_graph: bool) -> list[Optional[Tensor]]:
+        if self.ctx._freed:
+            raise RuntimeError(_RETAIN_MESSAGE)
+        full = [g if g is not None else zeros(shape, dt) for g, (shape, dt) in zip(grads, self.out_meta)]
+        prev = state.mode
+        set_grad_enabled(create_graph)
+        try:
+            res = self.cls.backward(self.ctx, *full)
+        finally:
+            state.mode = prev
+        if not isinstance(res, tuple):
+            res = (res,)
+        name = self.cls.__name__
+        if len(res) != self.nargs:
+            raise RuntimeError("function %sBackward returned an incorrect number of gradients (expected %d, got %d)"
+                               % (name, self.nargs, len(res)))
+        out = [None if res[i] is None else as_tensor(res[i]) for i in self.tensor_positions]
+        if release:
+            self.ctx._free()
+        return out
+
+
+_function_ids = itertools.count(1)
+_function_lock = threading.Lock()
+
+
+class Function:
+    """Base class of Python-defined differentiable functions.
+
+    Subclasses define ``forward(ctx, *args)`` and ``backward(ctx, *grads)`` as
+    static methods and are called with ``MyFn.apply(*args)``. Their nodes join
+    the same graph as native ops and are run by the same engine.
+    """
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any) -> Any:
+        raise NotImplementedError("subclasses of pylucid.autograd.Function define forward")
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        raise NotImplementedError("subclasses of pylucid.autograd.Function define backward")
+
+    @classmethod
+    def apply(cls, *args: Any) -> Any:
+        _lib.check_fork()
+        ctx = FunctionCtx()
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        with no_grad():
+            result = cls.forward(ctx, *args)
+        single = not isinstance(result, tuple)
+        outs = [as_tensor(o) for o in ((result,) if single else result)]
+        if is_grad_enabled() and any(ctx.needs_input_grad):
+            outs = [o.detach() for o in outs]  # fresh tensors to carry this node
+            positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+            ins = [args[i] for i in positions]
+            with _function_lock:
+                fid = next(_function_ids)
+            functions[fid] = _FunctionRecord(cls, ctx, positions, len(args), [(o.shape, o.dtype) for o in outs])
+            in_h = ffi.new("int64_t[]", [t._h for t in ins])
+            out_h = ffi.new("int64_t[]", [t._h for t in outs])
+            rc = lib.lucid_function_record((cls.__name__ + "Backward").encode(), fid, in_h, len(ins), out_h,
+                                           len(outs))
+            if rc:
+                functions.pop(fid, None)
+                raise_status(rc)
+            for o in outs:
+                o._rg = o.dtype.is_floating_point
+        return outs[0] if single else tuple(outs)
+
+
+# ---- gradient checks ----
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck/gradgradcheck when gradients disagree."""
+
+
+def _as_inputs(inputs: Union[Tensor, Sequence[Tensor]]) -> list[Tensor]:
+    return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+
+
+def _outputs(fn: Callable[..., Any], xs: Sequence[Tensor]) -> list[Tensor]:
+    out = fn(*xs)
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def _numpy64(t: Tensor) -> np.ndarray:
+    return np.array(t.detach().numpy(), dtype=np.float64)
+
+
+def gradcheck(fn: Callable[..., Any], inputs: Union[Tensor, Sequence[Tensor]], eps: float = 1e-6,
+              atol: float = 1e-5, rtol: float = 1e-3, raise_exception: bool = True) -> bool:
+    """Compares the analytical Jacobian (autograd) with central finite
+    differences for every input that requires grad (float64 expected).
+    Returns True, or raises GradcheckError (False with raise_exception=False)."""
+    xs = _as_inputs(inputs)
+    base = [_numpy64(x) for x in xs]
+    outs = _outputs(fn, xs)
+    diff = [i for i, x in enumerate(xs) if x.requires_grad]
+    if not diff:
+        raise ValueError("gradcheck: no input requires grad")
+
+    def evaluate(vals: list[np.ndarray]) -> list[np.ndarray]:
+        from .tensor import tensor as make
+
+        ts = [make(v, dtype=x.dtype) for v, x in zip(vals, xs)]
+        with no_grad():
+            return [_numpy64(o) for o in _outputs(fn, ts)]
+
+    for k, out in enumerate(outs):
+        if not out.requires_grad:
+            continue
+        n_out = out.numel()
+        for i in diff:
+            n_in = base[i].size
+            numerical = np.zeros((n_in, n_out))
+            for j in range(n_in):
+                plus = [b.copy() for b in base]
+                minus = [b.copy() for b in base]
+                plus[i].reshape(-1)[j] += eps
+                minus[i].reshape(-1)[j] -= eps
+                numerical[j] = ((evaluate(plus)[k] - evaluate(minus)[k]) / (2 * eps)).reshape(-1)
+            analytical = np.zeros((n_in, n_out))
+            for m in range(n_out):
+                onehot = np.zeros(out.shape, dtype=out.dtype.numpy_dtype)
+                onehot.reshape(-1)[m] = 1
+                g = grad([out], [xs[i]], grad_outputs=[onehot], retain_graph=True, allow_unused=True)[0]
+                if g is not None:
+                    analytical[:, m] = _numpy64(g).reshape(-1)
+            if not np.allclose(analytical, numerical, atol=atol, rtol=rtol):
+                if not raise_exception:
+                    return False
+                raise GradcheckError(
+                    "Jacobian mismatch for output %d with respect to input %d:\nnumerical:%s\nanalytical:%s"
+                    % (k, i, numerical, analytical)
+                )
+    return True
+
+
+def gradgradcheck(fn: Callable[..., Any], inputs: Union[Tensor, Sequence[Tensor]],
+                  grad_outputs: Optional[Sequence[Any]] = None, eps: float = 1e-6, atol: float = 1e-5,
+                  rtol: float = 1e-3, raise_exception: bool = True, seed: int = 0) -> bool:
+    """gradcheck of the first derivative: checks second-order gradients of fn
+    (computed with create_graph=True) against finite differences."""
+    xs = _as_inputs(inputs)
+    outs = _outputs(fn, xs)
+    rng = np.random.default_rng(seed)
+    if grad_outputs is None:
+        vs = [rng.standard_normal(o.shape).astype(o.dtype.numpy_dtype) for o in outs]
+    else:
+        vs = [np.asarray(v) for v in grad_outputs]
+    n = len(xs)
+
+    def first_derivative(*args: Tensor) -> Tuple[Tensor, ...]:
+        ys = _outputs(fn, args[:n])
+        gs = grad(ys, list(args[:n]), grad_outputs=list(vs), create_graph=True, allow_unused=True)
+        return tuple(g if g is not None else zeros(a.shape, a.dtype) for g, a in zip(gs, args[:n]))
+
+    return gradcheck(first_derivative, xs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)

@@ -1,0 +1,98 @@
+"""pylucid's dtypes and their mapping to NumPy."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+try:  # bfloat16 at the NumPy boundary needs ml_dtypes (optional)
+    import ml_dtypes as _ml_dtypes
+
+    _BF16_NP: Optional[np.dtype[Any]] = np.dtype(_ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - depends on the environment
+    _BF16_NP = None
+
+
+class dtype:
+    """An element type: ``pylucid.float32``, ``pylucid.bfloat16``, …"""
+
+    __slots__ = ("name", "code", "itemsize", "is_floating_point", "_np")
+
+    def __init__(self, name: str, code: int, itemsize: int, is_float: bool, np_dtype: Optional[np.dtype[Any]]):
+        self.name = name
+        self.code = code
+        self.itemsize = itemsize
+        self.is_floating_point = is_float
+        self._np = np_dtype
+
+    def __repr__(self) -> str:
+        return "pylucid." + self.name
+
+    @property
+    def numpy_dtype(self) -> np.dtype[Any]:
+        """The matching NumPy dtype (bfloat16 needs the ml_dtypes package)."""
+        if self._np is None:
+            raise TypeError(
+                "pylucid.bfloat16 has no NumPy dtype unless the ml_dtypes package is installed "
+                "(pip install ml_dtypes); convert with .to(pylucid.float32) first"
+            )
+        return self._np
+
+
+bool_ = dtype("bool", 1, 1, False, np.dtype(np.bool_))
+uint8 = dtype("uint8", 2, 1, False, np.dtype(np.uint8))
+int8 = dtype("int8", 3, 1, False, np.dtype(np.int8))
+int16 = dtype("int16", 4, 2, False, np.dtype(np.int16))
+int32 = dtype("int32", 5, 4, False, np.dtype(np.int32))
+int64 = dtype("int64", 6, 8, False, np.dtype(np.int64))
+float16 = dtype("float16", 7, 2, True, np.dtype(np.float16))
+bfloat16 = dtype("bfloat16", 8, 2, True, _BF16_NP)
+float32 = dtype("float32", 9, 4, True, np.dtype(np.float32))
+float64 = dtype("float64", 10, 8, True, np.dtype(np.float64))
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+BY_CODE = {d.code: d for d in ALL}
+BY_NAME = {d.name: d for d in ALL}
+BY_NAME["bool_"] = bool_
+BY_NAME["half"] = float16
+BY_NAME["float"] = float32
+BY_NAME["double"] = float64
+
+_BY_NUMPY = {d._np: d for d in ALL if d._np is not None}
+
+_REJECTED_KINDS = {
+    "c": "complex",
+    "O": "object",
+    "U": "str",
+    "S": "bytes",
+    "M": "datetime",
+    "m": "timedelta",
+    "V": "void/structured",
+}
+
+
+def from_numpy_dtype(dt: np.dtype[Any]) -> dtype:
+    """The pylucid dtype of a NumPy dtype, or TypeError naming it."""
+    native = dt.newbyteorder("=") if dt.byteorder not in ("=", "|") else dt
+    found = _BY_NUMPY.get(native)
+    if found is not None:
+        return found
+    kind = _REJECTED_KINDS.get(dt.kind, "unsupported")
+    raise TypeError(
+        "pylucid does not support NumPy dtype %s (%s); supported: %s"
+        % (dt, kind, ", ".join(d.name for d in ALL))
+    )
+
+
+def as_dtype(d: Any) -> dtype:
+    """Accepts a pylucid dtype, its name, or a NumPy dtype-like."""
+    if isinstance(d, dtype):
+        return d
+    if isinstance(d, str) and d in BY_NAME:
+        return BY_NAME[d]
+    try:
+        npd = np.dtype(d)
+    except TypeError:
+        raise TypeError("not a dtype: %r" % (d,)) from None
+    return from_numpy_dtype(npd)

@@ -1,0 +1,555 @@
+"""The Tensor type and the conversions between Python/NumPy values and tensors."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+from typing import Any, Iterator, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _lib
+from ._lib import ffi, lib, raise_status
+from ._state import state
+from .dtypes import BY_CODE, as_dtype, dtype, float32, from_numpy_dtype
+
+# Op codes of lucid.h.
+ADD, SUB, MUL, DIV, MINIMUM, MAXIMUM = 0, 1, 2, 3, 4, 5
+SUM, MEAN = 0, 1
+
+_tls = threading.local()
+
+
+def _info() -> Any:
+    """A per-thread lucid_tensor_info, reused by every call on the thread."""
+    try:
+        return _tls.info
+    except AttributeError:
+        _tls.info = ffi.new("lucid_tensor_info*")
+        return _tls.info
+
+
+# ---- memory lent to the library, and the release queues ----
+
+_borrowed: dict[int, Any] = {}
+_tokens = itertools.count(1)
+_drain_lock = threading.Lock()
+_drain_buf = ffi.new("int64_t[]", 256)
+_drain_count = ffi.new("int32_t*")
+# Python autograd.Function records by id, dropped when their graph node is gone
+# (filled by autograd.py).
+functions: dict[int, Any] = {}
+
+
+def drain() -> None:
+    """Forgets buffers and functions the native library no longer uses."""
+    with _drain_lock:
+        for queue, table in ((0, _borrowed), (1, functions)):
+            while True:
+                rc = lib.lucid_drain(queue, _drain_buf, 256, _drain_count)
+                if rc:
+                    raise_status(rc)
+                n = _drain_count[0]
+                for i in range(n):
+                    table.pop(_drain_buf[i], None)
+                if n < 256:
+                    break
+
+
+def _wrap(info: Any) -> "Tensor":
+    t = Tensor.__new__(Tensor)
+    t._h = info.handle
+    t._dtype = BY_CODE[info.dtype]
+    nd = info.ndim
+    t._shape = tuple(ffi.unpack(info.shape, nd)) if nd else ()
+    t._rg = bool(info.requires_grad)
+    if info.pending:
+        drain()
+    return t
+
+
+def from_handle(h: int) -> "Tensor":
+    """Wraps (and takes ownership of) a handle the library returned outside a
+    lucid_tensor_info."""
+    info = _info()
+    rc = lib.lucid_tensor_info_get(h, info)
+    if rc:
+        raise_status(rc)
+    return _wrap(info)
+
+
+# ---- conversions ----
+
+
+def from_numpy(arr: np.ndarray, requires_grad: bool = False) -> "Tensor":
+    """A tensor sharing memory with ``arr`` (no copy), whatever its strides.
+
+    Read-only arrays are accepted: the library never writes into an input.
+    Byte-swapped arrays, and arrays whose strides are not a multiple of the
+    item size, are converted (copied) first.
+    """
+    _lib.check_fork()
+    if not isinstance(arr, np.ndarray):
+        raise TypeError("from_numpy expects a numpy.ndarray, got %s" % type(arr).__name__)
+    dt = from_numpy_dtype(arr.dtype)
+    if arr.dtype.byteorder not in ("=", "|"):
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    isz = arr.itemsize
+    strides = arr.strides
+    if any(s % isz for s in strides):
+        arr = np.ascontiguousarray(arr)
+        strides = arr.strides
+    nd = arr.ndim
+    if nd > 64:
+        raise ValueError("arrays with more than 64 dims are not supported")
+    ptr, readonly = arr.__array_interface__["data"]
+    shape = arr.shape
+    base, offset, span = ptr, 0, 0
+    if arr.size:
+        lo = hi = 0
+        for n, s in zip(shape, strides):
+            if s < 0:
+                lo += (n - 1) * s
+            else:
+                hi += (n - 1) * s
+        base, offset, span = ptr + lo, -lo // isz, hi - lo + isz
+    token = next(_tokens)
+    _borrowed[token] = arr
+    info = _info()
+    rc = lib.lucid_tensor_borrow(
+        ffi.cast("void*", base), span, dt.code, nd, shape, [s // isz for s in strides],
+        offset, 1 if readonly else 0, token, info,
+    )
+    if rc:
+        _borrowed.pop(token, None)
+        raise_status(rc)
+    t = _wrap(info)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _scalar(x: Union[bool, int, float]) -> "Tensor":
+    info = _info()
+    if isinstance(x, bool):
+        rc = lib.lucid_scalar(1, 0.0, int(x), info)
+    elif isinstance(x, int):
+        if not -(2**63) <= x < 2**63:
+            raise ValueError("Python int %d does not fit in int64" % x)
+        rc = lib.lucid_scalar(6, 0.0, x, info)
+    else:
+        rc = lib.lucid_scalar(10, x, 0, info)
+    if rc:
+        raise_status(rc)
+    return _wrap(info)
+
+
+def as_tensor(x: Any) -> "Tensor":
+    """Tensors pass through; NumPy arrays are shared; Python numbers become
+    weak scalars; other array-likes are converted by NumPy."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (bool, int, float)):
+        return _scalar(x)
+    if isinstance(x, np.ndarray):
+        return from_numpy(x)
+    if isinstance(x, np.generic):
+        return from_numpy(np.asarray(x))
+    if isinstance(x, complex):
+        raise TypeError("pylucid does not support complex numbers")
+    arr = np.asarray(x)
+    if arr.dtype == np.float64:  # Python floats: the default float dtype
+        arr = arr.astype(np.float32)
+    return from_numpy(arr)
+
+
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    """A new tensor holding a copy of ``data``.
+
+    NumPy arrays keep their dtype; Python floats default to float32, ints to
+    int64, bools to bool (PyTorch's defaults).
+    """
+    _lib.check_fork()
+    want = as_dtype(dtype) if dtype is not None else None
+    if isinstance(data, Tensor):
+        src = data.detach()
+        out = src.to(want) if want is not None and want is not src.dtype else _copy(src)
+    else:
+        if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+            arr = np.array(data, copy=True)
+        else:
+            arr = np.array(data)
+            if arr.dtype == np.float64:
+                arr = arr.astype(np.float32)
+        from_numpy_dtype(arr.dtype)  # raises TypeError naming an unsupported dtype
+        if want is not None and want._np is None:
+            out = from_numpy(np.ascontiguousarray(arr, dtype=np.float32)).to(want)
+        else:
+            if want is not None:
+                arr = arr.astype(want.numpy_dtype)
+            out = from_numpy(np.ascontiguousarray(arr))
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def _copy(t: "Tensor") -> "Tensor":
+    """A private contiguous copy (so the new tensor never aliases t)."""
+    z = zeros(t.shape, t.dtype)
+    from .ops import add
+
+    with _NoGrad():
+        return add(z, t)
+
+
+class _NoGrad:
+    def __enter__(self) -> None:
+        self.prev = state.mode
+        state.mode &= ~1
+
+    def __exit__(self, *exc: Any) -> None:
+        state.mode = self.prev
+
+
+def zeros(shape: Union[int, Sequence[int]], dtype: Any = float32) -> "Tensor":
+    """A new zero-filled tensor."""
+    _lib.check_fork()
+    dims = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
+    info = _info()
+    rc = lib.lucid_tensor_new(as_dtype(dtype).code, len(dims), list(dims), info)
+    if rc:
+        raise_status(rc)
+    return _wrap(info)
+
+
+class _ArrayHolder:
+    """Exposes a tensor's memory to NumPy; the array keeps it (and so the tensor) alive."""
+
+    __slots__ = ("__array_interface__", "_tensor")
+
+    def __init__(self, t: "Tensor", iface: dict[str, Any]) -> None:
+        self.__array_interface__ = iface
+        self._tensor = t
+
+
+class Node:
+    """An autograd node (a tensor's ``grad_fn``)."""
+
+    __slots__ = ("_h", "__weakref__")
+
+    def __init__(self, h: int) -> None:
+        self._h = h
+
+    def __del__(self) -> None:
+        try:
+            if not _lib._forked:
+                lib.lucid_release(self._h)
+        except Exception:  # interpreter shutdown
+            pass
+
+    def name(self) -> str:
+        """The node's class name, e.g. ``"MinimumBackward"``."""
+        buf = ffi.new("char[]", 256)
+        rc = lib.lucid_node_name(self._h, buf, 256)
+        if rc:
+            raise_status(rc)
+        return str(ffi.string(buf).decode())
+
+    @property
+    def next_functions(self) -> Tuple[Tuple[Optional["Node"], int], ...]:
+        """One (node, output_nr) pair per input; node is None for inputs
+        that need no gradient. Leaves appear as ``AccumulateGrad`` nodes."""
+        cap = 16
+        while True:
+            nodes = ffi.new("int64_t[]", cap)
+            outs = ffi.new("int32_t[]", cap)
+            count = ffi.new("int32_t*")
+            rc = lib.lucid_node_next(self._h, nodes, outs, cap, count)
+            if rc:
+                raise_status(rc)
+            if count[0] <= cap:
+                break
+            cap = count[0]  # nothing was handed out: retry with room for all
+        return tuple((Node(nodes[i]) if nodes[i] else None, outs[i]) for i in range(count[0]))
+
+    def __repr__(self) -> str:
+        return "<%s>" % self.name()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Node) and other._h == self._h
+
+    def __hash__(self) -> int:
+        return hash(self._h)
+
+
+Scalar = Union[bool, int, float]
+TensorLike = Union["Tensor", np.ndarray, Scalar]
+
+
+class Tensor:
+    """An n-dimensional array with autograd, backed by pylucid's native core.
+
+    Create one with :func:`pylucid.tensor` (copies) or
+    :func:`pylucid.from_numpy` (shares memory).
+    """
+
+    __slots__ = ("_h", "_dtype", "_shape", "_rg", "__weakref__")
+    _h: int
+    _dtype: dtype
+    _shape: Tuple[int, ...]
+    _rg: bool
+
+    def __init__(self, data: Any, dtype: Any = None, requires_grad: bool = False) -> None:
+        t = tensor(data, dtype=dtype, requires_grad=requires_grad)
+        # take over t's handle
+        self._h, self._dtype, self._shape, self._rg = t._h, t._dtype, t._shape, t._rg
+        t._h = 0
+
+    def __del__(self) -> None:
+        h = self._h
+        if h:
+            try:
+                if not _lib._forked:
+                    lib.lucid_release(h)
+            except Exception:  # interpreter shutdown
+                pass
+
+    # ---- metadata ----
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return self._shape
+
+    def size(self, dim: Optional[int] = None) -> Union[Tuple[int, ...], int]:
+        return self._shape if dim is None else self._shape[dim]
+
+    @property
+    def dtype(self) -> dtype:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    def numel(self) -> int:
+        return math.prod(self._shape)
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def _meta(self) -> Any:
+        _lib.check_fork()
+        info = _info()
+        rc = lib.lucid_tensor_info_get(self._h, info)
+        if rc:
+            raise_status(rc)
+        return info
+
+    # ---- autograd ----
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, flag: bool = True) -> "Tensor":
+        _lib.check_fork()
+        rc = lib.lucid_set_requires_grad(self._h, 1 if flag else 0)
+        if rc:
+            raise_status(rc)
+        self._rg = bool(flag)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return bool(self._meta().is_leaf)
+
+    @property
+    def grad(self) -> Optional["Tensor"]:
+        _lib.check_fork()
+        info = _info()
+        rc = lib.lucid_get_grad(self._h, info)
+        if rc:
+            raise_status(rc)
+        return _wrap(info) if info.handle else None
+
+    @grad.setter
+    def grad(self, g: Optional["Tensor"]) -> None:
+        _lib.check_fork()
+        rc = lib.lucid_set_grad(self._h, 0 if g is None else as_tensor(g)._h)
+        if rc:
+            raise_status(rc)
+
+    @property
+    def grad_fn(self) -> Optional[Node]:
+        _lib.check_fork()
+        node = ffi.new("int64_t*")
+        rc = lib.lucid_grad_fn(self._h, node)
+        if rc:
+            raise_status(rc)
+        return Node(node[0]) if node[0] else None
+
+    def detach(self) -> "Tensor":
+        """A tensor sharing this one's memory, outside any graph."""
+        _lib.check_fork()
+        info = _info()
+        rc = lib.lucid_detach(self._h, info)
+        if rc:
+            raise_status(rc)
+        return _wrap(info)
+
+    def backward(self, gradient: Optional[TensorLike] = None, retain_graph: Optional[bool] = None,
+                 create_graph: bool = False) -> None:
+        """Accumulates d(self)/d(leaf) into every leaf's ``.grad``."""
+        from .autograd import backward
+
+        backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
+                 create_graph=create_graph)
+
+    # ---- NumPy ----
+    def _array_interface(self) -> dict[str, Any]:
+        info = self._meta()
+        nd = info.ndim
+        isz = self._dtype.itemsize
+        return {
+            "version": 3,
+            "shape": self._shape,
+            "strides": tuple(s * isz for s in ffi.unpack(info.strides, nd)) if nd else None,
+            "typestr": self._dtype.numpy_dtype.str,
+            "descr": self._dtype.numpy_dtype.descr,
+            "data": (int(ffi.cast("uintptr_t", info.data)), bool(info.readonly)),
+        }
+
+    def numpy(self) -> np.ndarray:
+        """A NumPy array sharing this tensor's memory (no copy)."""
+        if self._rg:
+            raise RuntimeError("Can't call numpy() on a Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        npd = self._dtype.numpy_dtype
+        if self.numel() == 0:
+            return np.empty(self._shape, dtype=npd)
+        return np.asarray(_ArrayHolder(self, self._array_interface()))
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        if self._rg:
+            raise RuntimeError("Can't convert a Tensor that requires grad to a NumPy array. Use tensor.detach() first.")
+        return self._array_interface()
+
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
+        arr = self.numpy()
+        if dtype is not None:
+            arr = arr.astype(dtype, copy=False)
+        if copy:
+            arr = arr.copy()
+        return arr
+
+    def tolist(self) -> Any:
+        return self.detach().numpy().tolist()
+
+    def item(self) -> Scalar:
+        if self.numel() != 1:
+            raise ValueError("only one-element tensors can be converted to Python scalars, shape is %s" % (self._shape,))
+        return self.detach().numpy().reshape(()).item()  # type: ignore[no-any-return]
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __repr__(self) -> str:
+        try:
+            body = np.array2string(self.detach().numpy(), separator=", ")
+        except TypeError:
+            body = "..."
+        extra = ", dtype=%r" % self._dtype
+        if self._rg:
+            fn = self.grad_fn
+            extra += ", grad_fn=<%s>" % fn.name() if fn is not None else ", requires_grad=True"
+        return "tensor(%s%s)" % (body, extra)
+
+    def __iter__(self) -> Iterator[Any]:
+        raise TypeError("iteration over a pylucid Tensor is not supported; use .numpy()")
+
+    # ---- ops ----
+    def to(self, dtype: Any) -> "Tensor":
+        """This tensor converted to ``dtype`` (differentiable)."""
+        _lib.check_fork()
+        info = _info()
+        rc = lib.lucid_cast(self._h, as_dtype(dtype).code, state.mode, info)
+        if rc:
+            raise_status(rc)
+        return _wrap(info)
+
+    def sum(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> "Tensor":
+        return reduce(SUM, self, dim, keepdim)
+
+    def mean(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> "Tensor":
+        return reduce(MEAN, self, dim, keepdim)
+
+    def __add__(self, o: TensorLike) -> "Tensor":
+        return binary(ADD, self, o)
+
+    def __radd__(self, o: TensorLike) -> "Tensor":
+        return binary(ADD, o, self)
+
+    def __sub__(self, o: TensorLike) -> "Tensor":
+        return binary(SUB, self, o)
+
+    def __rsub__(self, o: TensorLike) -> "Tensor":
+        return binary(SUB, o, self)
+
+    def __mul__(self, o: TensorLike) -> "Tensor":
+        return binary(MUL, self, o)
+
+    def __rmul__(self, o: TensorLike) -> "Tensor":
+        return binary(MUL, o, self)
+
+    def __truediv__(self, o: TensorLike) -> "Tensor":
+        return binary(DIV, self, o)
+
+    def __rtruediv__(self, o: TensorLike) -> "Tensor":
+        return binary(DIV, o, self)
+
+    def __neg__(self) -> "Tensor":
+        _lib.check_fork()
+        info = _info()
+        rc = lib.lucid_unary(0, self._h, state.mode, info)
+        if rc:
+            raise_status(rc)
+        return _wrap(info)
+
+    __array_priority__ = 1000  # NumPy defers `ndarray op Tensor` to us
+
+
+def binary(op: int, a: Any, b: Any) -> Tensor:
+    """One C call: op(a, b) with promotion, broadcasting and autograd."""
+    if _lib._forked:
+        _lib.check_fork()
+    ta = a if type(a) is Tensor else as_tensor(a)
+    tb = b if type(b) is Tensor else as_tensor(b)
+    info = _info()
+    rc = lib.lucid_binary(op, ta._h, tb._h, state.mode, info)
+    if rc:
+        raise_status(rc)
+    return _wrap(info)
+
+
+def reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool) -> Tensor:
+    _lib.check_fork()
+    ta = as_tensor(a)
+    if dim is None:
+        dims: list[int] = []
+        nd = -1
+    else:
+        dims = [dim] if isinstance(dim, int) else [int(d) for d in dim]
+        nd = len(dims)
+    info = _info()
+    rc = lib.lucid_reduce(op, ta._h, dims, nd, 1 if keepdim else 0, state.mode, info)
+    if rc:
+        raise_status(rc)
+    return _wrap(info)

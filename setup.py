@@ -1,0 +1,61 @@
+"""Builds pylucid's native library with the Go toolchain and ships it inside
+the package. The wheel is tagged py3-none-<platform>: the library talks to
+Python only through cffi's ABI mode, so it does not depend on CPython's ABI."""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+try:
+    from wheel.bdist_wheel import bdist_wheel
+except ImportError:  # pragma: no cover
+    bdist_wheel = None
+
+ROOT = pathlib.Path(__file__).resolve().parent
+LIBNAME = {"darwin": "liblucid.dylib", "win32": "lucid.dll"}.get(sys.platform, "liblucid.so")
+
+
+def build_native(dest: pathlib.Path) -> None:
+    go = shutil.which("go")
+    if go is None:
+        raise RuntimeError("building pylucid needs the Go toolchain (go >= 1.24) on PATH")
+    dest.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, CGO_ENABLED="1")
+    subprocess.check_call(
+        [go, "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", str(dest / LIBNAME), "./capi"],
+        cwd=ROOT,
+        env=env,
+    )
+    generated = dest / (pathlib.Path(LIBNAME).stem + ".h")
+    if generated.exists():
+        generated.unlink()  # cgo's generated header; lucid.h is the documented one
+    shutil.copy(ROOT / "capi" / "lucid.h", dest / "lucid.h")
+
+
+class BuildPyWithGo(build_py):
+    def run(self) -> None:
+        super().run()
+        build_native(pathlib.Path(self.build_lib) / "pylucid" / "_native")
+
+
+cmdclass = {"build_py": BuildPyWithGo}
+
+if bdist_wheel is not None:
+
+    class PlatformWheel(bdist_wheel):
+        def finalize_options(self) -> None:
+            super().finalize_options()
+            self.root_is_pure = False
+
+        def get_tag(self):  # type: ignore[no-untyped-def]
+            _, _, plat = super().get_tag()
+            return "py3", "none", plat
+
+    cmdclass["bdist_wheel"] = PlatformWheel
+
+setup(cmdclass=cmdclass)

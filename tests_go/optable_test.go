@@ -1,0 +1,842 @@
+package tests_go
+
+// The op table (PyTorch OpInfo style): one row per op, and every test in this
+// file is driven from it. Each row says how to call the op under a given
+// *ops.Context, which dtypes it rejects, whether it is differentiable, its
+// result dtype and shape, an independent oracle for its values, and the
+// input data finite differences need.
+//
+// For every row × dtype × broadcast pair (both orders) × memory layout of
+// each input (contiguous, permuted, negative step, zero stride):
+//   - rejected dtypes return a TypeError-kind error on both backends;
+//   - the cpu backend equals the ref backend bit for bit (arithmetic ops
+//     may differ only in NaN payloads; minimum/maximum may not differ at all);
+//   - the result has NumPy's broadcast shape and the promoted dtype;
+//   - the result does not depend on the layout of the inputs;
+//   - the values match an oracle written in the test (Go arithmetic, the
+//     SPEC §1 rule, float64 sums);
+//   - for floating dtypes and differentiable ops: gradients on cpu equal
+//     gradients on ref bit for bit, have each input's shape and dtype, and
+//     do not depend on layout.
+// Float64 gradients are compared with central finite differences, and mixed
+// dtype pairs check that gradients come back in each input's dtype.
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/errs"
+	"github.com/pylucid/pylucid/core/ops"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+// opInfo is one row of the table.
+type opInfo struct {
+	name   string
+	node   string // grad_fn name of the result
+	arity  int    // 1 (unary and reductions) or 2 (broadcasting binary)
+	minmax bool   // results must match ref exactly, NaN payloads included
+	diff   bool   // differentiable for floating dtypes
+	// rejects reports whether the op refuses inputs of dtype dt.
+	rejects func(dt dtype.Dtype) bool
+	call    func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error)
+	// result returns the expected shape and dtype for the given inputs.
+	result func(shapes [][]int, dts []dtype.Dtype) ([]int, dtype.Dtype)
+	// oracle checks out's values against the inputs, independently of the
+	// library's kernels.
+	oracle func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string)
+	// fdData is the distribution of input k for finite differences.
+	fdData func(k int) genKind
+	// fdValid rejects finite-difference data too close to a kink.
+	fdValid func(in [][]float64, shapes [][]int) bool
+}
+
+// ---- rows ----
+
+func binaryRow(name, node string, minmax bool, call func(*ops.Context, *tensor.Tensor, *tensor.Tensor) (*tensor.Tensor, error),
+	rejects func(dtype.Dtype) bool, oracle func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string)) opInfo {
+	row := opInfo{
+		name: name, node: node, arity: 2, minmax: minmax, diff: true, rejects: rejects,
+		call: func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return call(c, in[0], in[1]) },
+		result: func(shapes [][]int, dts []dtype.Dtype) ([]int, dtype.Dtype) {
+			s, ok := npBroadcast(shapes[0], shapes[1])
+			if !ok {
+				panic("table shapes must broadcast")
+			}
+			rd := expectedPromote(dts[0], dts[1])
+			if name == "div" && !rd.IsFloat() {
+				rd = dtype.Float32
+			}
+			return s, rd
+		},
+		oracle: oracle,
+		fdData: func(int) genKind { return genSmooth },
+	}
+	if name == "div" {
+		row.fdData = func(k int) genKind {
+			if k == 1 {
+				return genAwayFromZero
+			}
+			return genSmooth
+		}
+	}
+	if minmax {
+		row.fdValid = func(in [][]float64, shapes [][]int) bool {
+			out, _ := npBroadcast(shapes[0], shapes[1])
+			for i := 0; i < numel(out); i++ {
+				a, b := in[0][srcIndex(out, shapes[0], i)], in[1][srcIndex(out, shapes[1], i)]
+				if math.Abs(a-b) <= 1e-3 {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return row
+}
+
+// reductionRow describes sum/mean over dims chosen from the input's rank.
+func reductionRow(name, node string, mean bool, dimsFor func(nd int) ([]int, bool)) opInfo {
+	return opInfo{
+		name: name, node: node, arity: 1, diff: true,
+		rejects: func(dt dtype.Dtype) bool { return mean && !dt.IsFloat() },
+		call: func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) {
+			dims, keep := dimsFor(in[0].Ndim())
+			if mean {
+				return ops.Mean(c, in[0], dims, keep)
+			}
+			return ops.Sum(c, in[0], dims, keep)
+		},
+		result: func(shapes [][]int, dts []dtype.Dtype) ([]int, dtype.Dtype) {
+			dims, keep := dimsFor(len(shapes[0]))
+			red := reducedSet(len(shapes[0]), dims)
+			var out []int
+			for d, n := range shapes[0] {
+				switch {
+				case !red[d]:
+					out = append(out, n)
+				case keep:
+					out = append(out, 1)
+				}
+			}
+			rd := dts[0]
+			if !rd.IsFloat() {
+				rd = dtype.Int64 // integer and bool sums are int64
+			}
+			return out, rd
+		},
+		oracle: func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
+			dims, _ := dimsFor(in[0].Ndim())
+			reductionOracle(t, in[0], reducedSet(in[0].Ndim(), dims), mean, out, msg)
+		},
+		fdData: func(int) genKind { return genSmooth },
+	}
+}
+
+// reducedSet returns which of nd dims are reduced by dims (nil: all).
+func reducedSet(nd int, dims []int) []bool {
+	red := make([]bool, nd)
+	for i := range red {
+		red[i] = dims == nil
+	}
+	for _, d := range dims {
+		if d < 0 {
+			d += nd
+		}
+		red[d] = true
+	}
+	return red
+}
+
+var opTable = []opInfo{
+	binaryRow("minimum", "MinimumBackward", true, ops.Minimum, func(dtype.Dtype) bool { return false }, minmaxOracle(false)),
+	binaryRow("maximum", "MaximumBackward", true, ops.Maximum, func(dtype.Dtype) bool { return false }, minmaxOracle(true)),
+	binaryRow("add", "AddBackward", false, ops.Add, func(dtype.Dtype) bool { return false }, arithOracle('+')),
+	binaryRow("sub", "SubBackward", false, ops.Sub, func(dt dtype.Dtype) bool { return dt == dtype.Bool }, arithOracle('-')),
+	binaryRow("mul", "MulBackward", false, ops.Mul, func(dtype.Dtype) bool { return false }, arithOracle('*')),
+	binaryRow("div", "DivBackward", false, ops.Div, func(dtype.Dtype) bool { return false }, arithOracle('/')),
+	{
+		name: "neg", node: "NegBackward", arity: 1, diff: true,
+		rejects: func(dt dtype.Dtype) bool { return dt == dtype.Bool },
+		call:    func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Neg(c, in[0]) },
+		result: func(shapes [][]int, dts []dtype.Dtype) ([]int, dtype.Dtype) {
+			return shapes[0], dts[0]
+		},
+		oracle: negOracle,
+		fdData: func(int) genKind { return genSmooth },
+	},
+	reductionRow("sum", "SumBackward", false, func(int) ([]int, bool) { return nil, false }),
+	reductionRow("sum_dim0", "SumBackward", false, func(nd int) ([]int, bool) {
+		if nd == 0 {
+			return nil, false
+		}
+		return []int{0}, false
+	}),
+	reductionRow("sum_last_keepdim", "SumBackward", false, func(nd int) ([]int, bool) {
+		if nd == 0 {
+			return nil, true
+		}
+		return []int{-1}, true
+	}),
+	reductionRow("sum_first_last", "SumBackward", false, func(nd int) ([]int, bool) {
+		if nd < 2 {
+			return nil, false
+		}
+		return []int{-1, 0}, false
+	}),
+	reductionRow("sum_all_keepdim", "SumBackward", false, func(nd int) ([]int, bool) { return nil, true }),
+	reductionRow("mean", "MeanBackward", true, func(int) ([]int, bool) { return nil, false }),
+	reductionRow("mean_last_keepdim", "MeanBackward", true, func(nd int) ([]int, bool) {
+		if nd == 0 {
+			return nil, true
+		}
+		return []int{-1}, true
+	}),
+}
+
+// broadcastPairs are the shape pairs every binary op runs on (in both orders).
+var broadcastPairs = [][2][]int{
+	{{}, {}},
+	{{1}, {}},
+	{{2, 1}, {2}},
+	{{3, 1, 2}, {1, 3, 2}},
+	{{0, 3}, {1, 3}},
+	{{4, 1, 5}, {6, 1}},
+}
+
+// shapeSets returns the input shapes a row runs on.
+func (op opInfo) shapeSets() [][][]int {
+	var out [][][]int
+	if op.arity == 2 {
+		for _, p := range broadcastPairs {
+			out = append(out, [][]int{p[0], p[1]})
+			if !slices.Equal(p[0], p[1]) {
+				out = append(out, [][]int{p[1], p[0]})
+			}
+		}
+		return out
+	}
+	seen := map[string]bool{}
+	for _, p := range broadcastPairs {
+		for _, s := range p {
+			if k := fmt.Sprint(s); !seen[k] {
+				seen[k] = true
+				out = append(out, [][]int{s})
+			}
+		}
+	}
+	return append(out, [][]int{{2, 3, 4}})
+}
+
+func layoutCombos(arity int) [][]layout {
+	var out [][]layout
+	for _, l := range allLayouts {
+		if arity == 1 {
+			out = append(out, []layout{l})
+			continue
+		}
+		for _, m := range allLayouts {
+			out = append(out, []layout{l, m})
+		}
+	}
+	return out
+}
+
+func seedOf(parts ...string) uint64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// expectedPromote is SPEC §3's promotion, written out independently of
+// package dtype: bool < integers < floats; the wider type wins inside a
+// category; float16 with bfloat16 gives float32; uint8 with int8 gives int16.
+func expectedPromote(a, b dtype.Dtype) dtype.Dtype {
+	rank := func(d dtype.Dtype) (cat, width int) {
+		switch d {
+		case dtype.Bool:
+			return 0, 1
+		case dtype.Uint8, dtype.Int8:
+			return 1, 1
+		case dtype.Int16:
+			return 1, 2
+		case dtype.Int32:
+			return 1, 4
+		case dtype.Int64:
+			return 1, 8
+		case dtype.Float16, dtype.BFloat16:
+			return 2, 2
+		case dtype.Float32:
+			return 2, 4
+		}
+		return 2, 8
+	}
+	if a == b {
+		return a
+	}
+	ca, wa := rank(a)
+	cb, wb := rank(b)
+	switch {
+	case ca > cb:
+		return a
+	case cb > ca:
+		return b
+	case wa > wb:
+		return a
+	case wb > wa:
+		return b
+	}
+	// same category and width, different dtypes
+	if ca == 2 {
+		return dtype.Float32 // float16 with bfloat16
+	}
+	return dtype.Int16 // uint8 with int8
+}
+
+// ---- oracles ----
+
+// wrapInt truncates v to integer dtype dt (two's complement wrap-around).
+func wrapInt(dt dtype.Dtype, v int64) int64 {
+	switch dt {
+	case dtype.Bool:
+		if v != 0 {
+			return 1
+		}
+		return 0
+	case dtype.Uint8:
+		return int64(uint8(v))
+	case dtype.Int8:
+		return int64(int8(v))
+	case dtype.Int16:
+		return int64(int16(v))
+	case dtype.Int32:
+		return int64(int32(v))
+	}
+	return v
+}
+
+// minmaxOracle checks out against SPEC §1: y_i is a_i's bits when a wins
+// (a <= b, or >= for maximum, or a is NaN), else b_i's bits.
+func minmaxOracle(maximum bool) func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
+	return func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
+		a, b := in[0], in[1]
+		require.Equal(t, a.Dtype(), b.Dtype(), "oracle needs one dtype")
+		os := out.Shape()
+		ab, bb, ob := a.Bits(), b.Bits(), out.Bits()
+		for i := range ob {
+			ia, ib := srcIndex(os, a.Shape(), i), srcIndex(os, b.Shape(), i)
+			var aWins bool
+			if a.Dtype().IsFloat() {
+				x := tensor.LoadFloat64(a.Dtype(), a.ElementPointer(ia))
+				y := tensor.LoadFloat64(b.Dtype(), b.ElementPointer(ib))
+				aWins = math.IsNaN(x) || (!maximum && x <= y) || (maximum && x >= y)
+			} else {
+				x := tensor.LoadInt64(a.Dtype(), a.ElementPointer(ia))
+				y := tensor.LoadInt64(b.Dtype(), b.ElementPointer(ib))
+				aWins = (!maximum && x <= y) || (maximum && x >= y)
+			}
+			want := bb[ib]
+			if aWins {
+				want = ab[ia]
+			}
+			if ob[i] != want {
+				require.Failf(t, "minimum/maximum rule violated", "%s: element %d: got bits %#x, want %#x (a %#x, b %#x, a wins %v)",
+					msg, i, ob[i], want, ab[ia], bb[ib], aWins)
+			}
+		}
+	}
+}
+
+// arithOracle checks + - * / against Go arithmetic: float64 and float32
+// natively, float16/bfloat16 as the float64 result rounded once, integers in
+// int64 wrapped to the dtype, bool + as or and * as and. Integer division
+// is true division in float32 (checked where the operands convert exactly).
+func arithOracle(op byte) func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
+	return func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
+		a, b := in[0], in[1]
+		dt, odt := a.Dtype(), out.Dtype()
+		os := out.Shape()
+		ob := out.Bits()
+		for i := range ob {
+			pa := a.ElementPointer(srcIndex(os, a.Shape(), i))
+			pb := b.ElementPointer(srcIndex(os, b.Shape(), i))
+			var want uint64
+			switch {
+			case dt == dtype.Float64:
+				x, y := tensor.LoadFloat64(dt, pa), tensor.LoadFloat64(dt, pb)
+				want = math.Float64bits(f64op(op, x, y))
+			case dt == dtype.Float32:
+				x, y := float32(tensor.LoadFloat64(dt, pa)), float32(tensor.LoadFloat64(dt, pb))
+				want = uint64(math.Float32bits(f32op(op, x, y)))
+			case dt.IsFloat():
+				x, y := tensor.LoadFloat64(dt, pa), tensor.LoadFloat64(dt, pb)
+				want = bitsOfFloat(dt, f64op(op, x, y))
+			case op == '/':
+				x, y := tensor.LoadInt64(dt, pa), tensor.LoadInt64(dt, pb)
+				if x > 1<<24 || x < -(1<<24) || y > 1<<24 || y < -(1<<24) {
+					continue // conversion to float32 not exact: covered by cpu == ref
+				}
+				want = uint64(math.Float32bits(float32(x) / float32(y)))
+			default:
+				x, y := tensor.LoadInt64(dt, pa), tensor.LoadInt64(dt, pb)
+				var v int64
+				switch {
+				case dt == dtype.Bool && op == '+':
+					v = x | y
+				case dt == dtype.Bool && op == '*':
+					v = x & y
+				case op == '+':
+					v = x + y
+				case op == '-':
+					v = x - y
+				case op == '*':
+					v = x * y
+				}
+				want = uint64(wrapInt(dt, v)) & (1<<(8*odt.Size()) - 1)
+			}
+			if ob[i] != want && !(isNaNBits(odt, want) && isNaNBits(odt, ob[i])) {
+				require.Failf(t, "arithmetic differs from oracle", "%s: element %d: got %#x (%v), want %#x",
+					msg, i, ob[i], tensor.LoadFloat64(odt, out.ElementPointer(i)), want)
+			}
+		}
+	}
+}
+
+func f64op(op byte, x, y float64) float64 {
+	switch op {
+	case '+':
+		return x + y
+	case '-':
+		return x - y
+	case '*':
+		return x * y
+	}
+	return x / y
+}
+
+func f32op(op byte, x, y float32) float32 {
+	switch op {
+	case '+':
+		return x + y
+	case '-':
+		return x - y
+	case '*':
+		return x * y
+	}
+	return x / y
+}
+
+func negOracle(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
+	a := in[0]
+	dt := a.Dtype()
+	ab, ob := a.Bits(), out.Bits()
+	for i := range ob {
+		var want uint64
+		if dt.IsFloat() {
+			want = ab[i] ^ 1<<(8*dt.Size()-1) // negation flips the sign bit, NaN included
+			if isNaNBits(dt, ab[i]) && isNaNBits(dt, ob[i]) {
+				continue
+			}
+		} else {
+			want = uint64(wrapInt(dt, -tensor.LoadInt64(dt, a.ElementPointer(i)))) & (1<<(8*dt.Size()) - 1)
+		}
+		require.Equalf(t, want, ob[i], "%s: neg element %d", msg, i)
+	}
+}
+
+// reductionOracle checks a sum or mean over the reduced dims: integers
+// exactly (int64 wrap-around), floats against a float64 sum within the
+// error bound of float32 (or float64) accumulation.
+func reductionOracle(t *testing.T, a *tensor.Tensor, red []bool, mean bool, out *tensor.Tensor, msg string) {
+	shape := a.Shape()
+	keep := make([]int, len(shape))
+	for d := range shape {
+		keep[d] = shape[d]
+		if red[d] {
+			keep[d] = 1
+		}
+	}
+	nOut := numel(keep)
+	require.Equal(t, nOut, out.Numel(), msg)
+	count := 1
+	if nOut > 0 {
+		count = a.Numel() / nOut
+	} else {
+		count = 0
+	}
+	if !a.Dtype().IsFloat() {
+		sums := make([]int64, nOut)
+		for i := 0; i < a.Numel(); i++ {
+			sums[keepIndex(shape, keep, i)] += tensor.LoadInt64(a.Dtype(), a.ElementPointer(i))
+		}
+		assert.Equal(t, sums, out.Int64s(), msg)
+		return
+	}
+	sums, abs := make([]float64, nOut), make([]float64, nOut)
+	for i := 0; i < a.Numel(); i++ {
+		v := tensor.LoadFloat64(a.Dtype(), a.ElementPointer(i))
+		o := keepIndex(shape, keep, i)
+		sums[o] += v
+		abs[o] += math.Abs(v)
+	}
+	acc := dtype.AccumulateDtype(a.Dtype())
+	accEps, accMax := 0x1p-24, float64(math.MaxFloat32)
+	if acc == dtype.Float64 {
+		accEps, accMax = 0x1p-53, math.MaxFloat64
+	}
+	outMax := map[dtype.Dtype]float64{dtype.Float16: 65504, dtype.BFloat16: 3.38e38, dtype.Float32: math.MaxFloat32, dtype.Float64: math.MaxFloat64}[out.Dtype()]
+	outEps := map[dtype.Dtype]float64{dtype.Float16: 0x1p-11, dtype.BFloat16: 0x1p-8, dtype.Float32: 0x1p-24, dtype.Float64: 0x1p-53}[out.Dtype()]
+	got := out.Float64s()
+	for o := range sums {
+		want, bound := sums[o], abs[o]*float64(count+2)*accEps
+		if mean {
+			want, bound = want/float64(count), bound/float64(count)
+		}
+		switch {
+		case math.IsNaN(want):
+			assert.Truef(t, math.IsNaN(got[o]), "%s: output %d: got %v, want NaN", msg, o, got[o])
+		case math.IsInf(want, 0):
+			assert.Equalf(t, want, got[o], "%s: output %d", msg, o)
+		case abs[o] >= accMax/4 || math.Abs(want) >= outMax/2:
+			// partial sums may overflow the accumulator or the output: ref decides
+		default:
+			diff := math.Abs(got[o] - want)
+			tol := bound + 2*outEps*math.Abs(want) + 1e-300
+			assert.LessOrEqualf(t, diff, tol, "%s: output %d: got %v, want %v", msg, o, got[o], want)
+		}
+	}
+}
+
+// keepIndex maps row-major index i of shape to the row-major index of its
+// reduction output in the keepdim shape keep.
+func keepIndex(shape, keep []int, i int) int {
+	o, mul := 0, 1
+	for d := len(shape) - 1; d >= 0; d-- {
+		c := i % shape[d]
+		i /= shape[d]
+		if keep[d] != 1 {
+			o += c * mul
+		}
+		mul *= keep[d]
+	}
+	return o
+}
+
+// ---- the sweep ----
+
+func TestOpTable(t *testing.T) {
+	for _, op := range opTable {
+		for _, dt := range allDtypes {
+			t.Run(op.name+"/"+dt.String(), func(t *testing.T) {
+				t.Parallel()
+				r := newRand(seedOf(op.name, dt.String()))
+				combos := 0
+				for _, shapes := range op.shapeSets() {
+					for _, lays := range layoutCombos(op.arity) {
+						runCombo(t, r, op, dt, shapes, lays)
+						combos++
+					}
+				}
+				require.Positive(t, combos)
+			})
+		}
+	}
+}
+
+// runCombo runs every check of the table on one input configuration.
+func runCombo(t *testing.T, r *rand.Rand, op opInfo, dt dtype.Dtype, shapes [][]int, lays []layout) {
+	msg := fmt.Sprintf("%s %v shapes %v layouts %v", op.name, dt, shapes, lays)
+	in := make([]*tensor.Tensor, op.arity)
+	dts := make([]dtype.Dtype, op.arity)
+	for k := range in {
+		in[k] = makeTensor(t, dt, shapes[k], lays[k], func(n int) []uint64 { return genBits(r, dt, n, genSpecial) })
+		dts[k] = dt
+	}
+	cpuCtx, refCtx := ctxFor(cpuBackend), ctxFor(refBackend)
+
+	if op.rejects(dt) {
+		for _, c := range []*ops.Context{cpuCtx, refCtx} {
+			out, err := op.call(c, in)
+			require.Error(t, err, msg)
+			assert.Nil(t, out, msg)
+			assert.Equal(t, errs.Type, errs.KindOf(err), "%s: %v", msg, err)
+		}
+		return
+	}
+
+	got, err := op.call(cpuCtx, in)
+	require.NoError(t, err, msg)
+	want, err := op.call(refCtx, in)
+	require.NoError(t, err, msg)
+	requireBitsEqual(t, want, got, !op.minmax, msg+": cpu vs ref")
+
+	wantShape, wantDt := op.result(shapes, dts)
+	requireShape(t, wantShape, got.Shape(), msg+": result shape")
+	require.Equal(t, wantDt, got.Dtype(), msg+": result dtype")
+	require.True(t, got.IsContiguous(), msg)
+	// Inputs that do not require grad give a result without a grad_fn.
+	fn, _ := got.GradFn()
+	require.Nil(t, fn, msg)
+	require.False(t, got.RequiresGrad(), msg)
+
+	// The layout of the inputs does not change the result.
+	cont := make([]*tensor.Tensor, len(in))
+	for k := range in {
+		cont[k] = contiguousCopy(t, in[k])
+	}
+	gotC, err := op.call(cpuCtx, cont)
+	require.NoError(t, err, msg)
+	requireBitsEqual(t, gotC, got, !op.minmax, msg+": layout vs contiguous")
+
+	op.oracle(t, in, got, msg)
+
+	if !op.diff || !dt.IsFloat() {
+		return
+	}
+	up := makeTensor(t, got.Dtype(), got.Shape(), contiguous, func(n int) []uint64 { return genBits(r, got.Dtype(), n, genNormal) })
+	gradsOf := func(c *ops.Context, src []*tensor.Tensor) []*tensor.Tensor {
+		leaves := make([]*tensor.Tensor, len(src))
+		for k := range src {
+			leaves[k] = leaf(t, src[k].Detach())
+		}
+		y, err := op.call(c, leaves)
+		require.NoError(t, err, msg)
+		fn, nr := y.GradFn()
+		require.NotNil(t, fn, msg)
+		assert.Equal(t, op.node, fn.Name(), msg)
+		assert.Equal(t, 0, nr, msg)
+		assert.False(t, y.IsLeaf(), msg)
+		require.NoError(t, ops.Backward(c, ts(y), ts(up), false, false), msg)
+		gs := make([]*tensor.Tensor, len(leaves))
+		for k, l := range leaves {
+			gs[k] = l.Grad()
+			require.NotNil(t, gs[k], "%s: input %d has no grad", msg, k)
+			requireShape(t, l.Shape(), gs[k].Shape(), fmt.Sprintf("%s: grad %d shape", msg, k))
+			require.Equal(t, l.Dtype(), gs[k].Dtype(), "%s: grad %d dtype", msg, k)
+		}
+		return gs
+	}
+	gCPU := gradsOf(cpuCtx, in)
+	gRef := gradsOf(refCtx, in)
+	gCont := gradsOf(cpuCtx, cont)
+	for k := range gCPU {
+		requireBitsEqual(t, gRef[k], gCPU[k], !op.minmax, "%s: grad %d cpu vs ref", msg, k)
+		requireBitsEqual(t, gCont[k], gCPU[k], !op.minmax, "%s: grad %d layout vs contiguous", msg, k)
+	}
+}
+
+// TestOpTableGradcheck compares float64 gradients of every differentiable
+// row with central finite differences, for contiguous and permuted inputs,
+// with a random (non-uniform) upstream gradient.
+func TestOpTableGradcheck(t *testing.T) {
+	const eps, atol, rtol = 1e-6, 1e-6, 1e-5
+	for _, op := range opTable {
+		if !op.diff {
+			continue
+		}
+		t.Run(op.name, func(t *testing.T) {
+			r := newRand(seedOf("gradcheck", op.name))
+			for _, shapes := range op.shapeSets() {
+				for _, lay := range []layout{contiguous, permuted, negStep} {
+					msg := fmt.Sprintf("%s shapes %v layout %v", op.name, shapes, lay)
+					// Draw data away from kinks (min/max ties) and poles.
+					var vals [][]float64
+					for try := 0; ; try++ {
+						require.Less(t, try, 1000, msg+": no valid data")
+						vals = make([][]float64, op.arity)
+						for k := range vals {
+							bits := genBits(r, dtype.Float64, numel(shapes[k]), op.fdData(k))
+							vals[k] = make([]float64, len(bits))
+							for i, b := range bits {
+								vals[k][i] = math.Float64frombits(b)
+							}
+						}
+						if op.fdValid == nil || op.fdValid(vals, shapes) {
+							break
+						}
+					}
+					// The forward as a float64 function of the logical values.
+					eval := func(xs [][]float64) *tensor.Tensor {
+						in := make([]*tensor.Tensor, len(xs))
+						for k := range xs {
+							in[k] = f64(t, shapes[k], xs[k]...)
+						}
+						y, err := op.call(ctxFor(cpuBackend).NoGrad(), in)
+						require.NoError(t, err, msg)
+						return y
+					}
+					y0 := eval(vals)
+					w := genBits(r, dtype.Float64, y0.Numel(), genSmooth)
+					wv := make([]float64, len(w))
+					for i, b := range w {
+						wv[i] = math.Float64frombits(b)
+					}
+					numeric := centralDiff(vals, eps, func(xs [][]float64) float64 { return dot(eval(xs).Float64s(), wv) })
+
+					// Analytic, through leaves laid out as lay.
+					leaves := make([]*tensor.Tensor, op.arity)
+					for k := range leaves {
+						bits := make([]uint64, len(vals[k]))
+						for i, v := range vals[k] {
+							bits[i] = math.Float64bits(v)
+						}
+						l := lay
+						leaves[k] = makeTensor(t, dtype.Float64, shapes[k], l, func(n int) []uint64 { return bits })
+						require.Equal(t, vals[k], leaves[k].Float64s(), msg)
+						leaf(t, leaves[k])
+					}
+					y, err := op.call(ctxFor(cpuBackend), leaves)
+					require.NoError(t, err, msg)
+					require.NoError(t, ops.Backward(nil, ts(y), ts(f64(t, y.Shape(), wv...)), false, false), msg)
+					for k, l := range leaves {
+						g := l.Grad()
+						require.NotNil(t, g, msg)
+						require.Equal(t, dtype.Float64, g.Dtype(), msg)
+						requireShape(t, shapes[k], g.Shape(), msg)
+						requireClose(t, numeric[k], g.Float64s(), atol, rtol, msg, " input ", k)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestOpTableMixedDtypes runs the binary rows on pairs of different dtypes:
+// the result has the promoted dtype, cpu equals ref, and each gradient comes
+// back in its own input's dtype and shape, equal to the gradient computed in
+// the promoted dtype and then cast.
+func TestOpTableMixedDtypes(t *testing.T) {
+	pairs := [][2]dtype.Dtype{
+		{dtype.Float16, dtype.Float32},
+		{dtype.Float32, dtype.Float16},
+		{dtype.BFloat16, dtype.Float32},
+		{dtype.Float16, dtype.BFloat16},
+		{dtype.BFloat16, dtype.Float16},
+		{dtype.Float32, dtype.Float64},
+		{dtype.BFloat16, dtype.Float64},
+		{dtype.Int32, dtype.Float32},
+		{dtype.Float16, dtype.Int64},
+		{dtype.Bool, dtype.Float16},
+		{dtype.Uint8, dtype.Int8},
+		{dtype.Int8, dtype.Int32},
+		{dtype.Bool, dtype.Int16},
+		{dtype.Uint8, dtype.BFloat16},
+	}
+	shapePairs := [][2][]int{{{3, 1, 2}, {1, 3, 2}}, {{4, 1, 5}, {6, 1}}, {{2, 1}, {}}}
+	for _, op := range opTable {
+		if op.arity != 2 {
+			continue
+		}
+		for _, p := range pairs {
+			t.Run(fmt.Sprintf("%s/%v_%v", op.name, p[0], p[1]), func(t *testing.T) {
+				r := newRand(seedOf("mixed", op.name, p[0].String(), p[1].String()))
+				for _, sp := range shapePairs {
+					msg := fmt.Sprintf("%s %v%v %v%v", op.name, p[0], sp[0], p[1], sp[1])
+					in := []*tensor.Tensor{
+						makeTensor(t, p[0], sp[0], permuted, func(n int) []uint64 { return genBits(r, p[0], n, genNormal) }),
+						makeTensor(t, p[1], sp[1], contiguous, func(n int) []uint64 { return genBits(r, p[1], n, genNormal) }),
+					}
+					wantShape, wantDt := op.result([][]int{sp[0], sp[1]}, p[:])
+					got, err := op.call(ctxFor(cpuBackend), in)
+					if op.rejects(wantDt) {
+						require.Error(t, err, msg)
+						continue
+					}
+					require.NoError(t, err, msg)
+					want, err := op.call(ctxFor(refBackend), in)
+					require.NoError(t, err, msg)
+					requireShape(t, wantShape, got.Shape(), msg)
+					require.Equal(t, wantDt, got.Dtype(), msg)
+					requireBitsEqual(t, want, got, !op.minmax, msg+": cpu vs ref")
+
+					// Same values computed from inputs cast up front.
+					pre := make([]*tensor.Tensor, 2)
+					for k := range pre {
+						pre[k], err = ops.Cast(ctxFor(cpuBackend).NoGrad(), in[k], wantDt)
+						require.NoError(t, err, msg)
+					}
+					gotPre, err := op.call(ctxFor(cpuBackend), pre)
+					require.NoError(t, err, msg)
+					requireBitsEqual(t, gotPre, got, !op.minmax, msg+": vs pre-cast")
+
+					if !p[0].IsFloat() && !p[1].IsFloat() {
+						continue // integer division gives floats but nothing can require grad
+					}
+					up := makeTensor(t, wantDt, wantShape, contiguous, func(n int) []uint64 { return genBits(r, wantDt, n, genNormal) })
+					grads := func(c *ops.Context, src []*tensor.Tensor) []*tensor.Tensor {
+						leaves := make([]*tensor.Tensor, 2)
+						for k := range src {
+							leaves[k] = src[k].Detach()
+							if leaves[k].Dtype().IsFloat() {
+								leaf(t, leaves[k])
+							} else {
+								require.Error(t, leaves[k].SetRequiresGrad(true), msg)
+							}
+						}
+						y, err := op.call(c, leaves)
+						require.NoError(t, err, msg)
+						require.NoError(t, ops.Backward(c, ts(y), ts(up), false, false), msg)
+						out := make([]*tensor.Tensor, 2)
+						for k, l := range leaves {
+							out[k] = l.Grad()
+							if !l.Dtype().IsFloat() {
+								require.Nil(t, out[k], msg)
+								continue
+							}
+							require.NotNil(t, out[k], msg)
+							require.Equal(t, l.Dtype(), out[k].Dtype(), "%s: grad %d dtype", msg, k)
+							requireShape(t, l.Shape(), out[k].Shape(), fmt.Sprintf("%s: grad %d shape", msg, k))
+						}
+						return out
+					}
+					gCPU, gRef, gPre := grads(ctxFor(cpuBackend), in), grads(ctxFor(refBackend), in), grads(ctxFor(cpuBackend), pre)
+					for k := range gCPU {
+						if gCPU[k] == nil {
+							continue
+						}
+						requireBitsEqual(t, gRef[k], gCPU[k], !op.minmax, "%s: grad %d cpu vs ref", msg, k)
+						castBack, err := ops.Cast(ctxFor(cpuBackend).NoGrad(), gPre[k], in[k].Dtype())
+						require.NoError(t, err, msg)
+						requireBitsEqual(t, castBack, gCPU[k], !op.minmax, "%s: grad %d vs promoted grad cast back", msg, k)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestOpTableGradFnsAndNoGrad: with a no-grad context nothing is recorded,
+// and integer inputs never produce a grad_fn.
+func TestOpTableGradFnsAndNoGrad(t *testing.T) {
+	r := newRand(7)
+	for _, op := range opTable {
+		shapes := op.shapeSets()[3]
+		in := make([]*tensor.Tensor, op.arity)
+		for k := range in {
+			in[k] = leaf(t, makeTensor(t, dtype.Float32, shapes[k], contiguous, func(n int) []uint64 { return genBits(r, dtype.Float32, n, genNormal) }))
+		}
+		y, err := op.call(ctxFor(cpuBackend).NoGrad(), in)
+		require.NoError(t, err, op.name)
+		fn, _ := y.GradFn()
+		assert.Nil(t, fn, op.name)
+		assert.False(t, y.RequiresGrad(), op.name)
+
+		y, err = op.call(nil, in) // nil context: cpu default, recording
+		require.NoError(t, err, op.name)
+		fn, _ = y.GradFn()
+		require.NotNil(t, fn, op.name)
+		assert.Equal(t, op.node, fn.Name())
+		assert.True(t, y.RequiresGrad(), op.name)
+	}
+}
