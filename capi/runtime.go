@@ -255,4 +255,3 @@ func (cAllocator) Alloc(n int) ([]byte, func(), error) {
 func init() {
 	tensor.SetAllocator(cAllocator{})
 }
-

@@ -347,6 +347,12 @@ func TestDtypeHalfWidenExhaustive(t *testing.T) {
 						bad++
 						t.Errorf("%s %#04x: NaN sign lost", f.name, h)
 					}
+					// quiet, and the float32 and float64 paths agree bit for
+					// bit (the cpu backend widens to float32, ref to float64)
+					if b32 := math.Float32bits(w32); b32&(1<<22) == 0 || b32 != math.Float32bits(float32(w64)) {
+						bad++
+						t.Errorf("%s NaN %#04x: float32 widening %#08x, via float64 %#08x", f.name, h, b32, math.Float32bits(float32(w64)))
+					}
 					continue
 				}
 				if math.Float64bits(w64) != math.Float64bits(want) || math.Float64bits(float64(w32)) != math.Float64bits(want) {

@@ -840,3 +840,37 @@ func TestOpTableGradFnsAndNoGrad(t *testing.T) {
 		assert.True(t, y.RequiresGrad(), op.name)
 	}
 }
+
+// TestLayoutsAreWhatTheyClaim guards the sweep: each layout really has the
+// memory pattern it is named after, with the logical values written.
+func TestLayoutsAreWhatTheyClaim(t *testing.T) {
+	shape := []int{3, 1, 4}
+	vals := make([]uint64, numel(shape))
+	for i := range vals {
+		vals[i] = math.Float64bits(float64(i + 1))
+	}
+	for _, l := range allLayouts {
+		x := makeTensor(t, dtype.Float64, shape, l, func(n int) []uint64 { return vals[:n] })
+		requireShape(t, shape, x.Shape(), l.String())
+		st := x.Strides()
+		switch l {
+		case contiguous:
+			assert.True(t, x.IsContiguous(), l.String())
+			assert.Equal(t, vals, x.Bits(), l.String())
+		case permuted:
+			assert.False(t, x.IsContiguous(), l.String())
+			assert.Positive(t, x.Offset(), l.String())
+			assert.Greater(t, st[2], st[0], "%v: the last dim has the largest stride", l)
+			assert.Equal(t, vals, x.Bits(), l.String())
+		case negStep:
+			assert.Negative(t, st[0], l.String())
+			assert.Equal(t, -2, st[2], l.String())
+			assert.Equal(t, vals, x.Bits(), l.String())
+		case zeroStride:
+			assert.Equal(t, 0, st[0], l.String())
+			b := x.Bits()
+			assert.Equal(t, b[:4], b[4:8], "%v: rows repeat", l)
+			assert.Equal(t, vals[:4], b[:4], l.String())
+		}
+	}
+}

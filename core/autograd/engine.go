@@ -55,7 +55,7 @@ type Run struct {
 	buffers  map[Node][]*tensor.Tensor
 	ready    []Node
 	needed   map[Node]bool
-	captures map[captureKey]int // key → index into results
+	captures map[captureKey][]int // key → indices into results (an input may be listed twice)
 	results  []*tensor.Tensor
 	owned    map[*tensor.Storage]bool // memory already held as a .grad or given by the caller
 	pending  *ExternalNode
@@ -79,7 +79,7 @@ func Start(roots, grads []*tensor.Tensor, opts Options) (*Run, error) {
 		return nil, fmt.Errorf("got %d gradients for %d outputs", len(grads), len(roots))
 	}
 	r := &Run{opts: opts, deps: map[Node]int{}, buffers: map[Node][]*tensor.Tensor{},
-		needed: map[Node]bool{}, captures: map[captureKey]int{}, owned: map[*tensor.Storage]bool{}}
+		needed: map[Node]bool{}, captures: map[captureKey][]int{}, owned: map[*tensor.Storage]bool{}}
 	rootEdges := make([]Edge, len(roots))
 	rootGrads := make([]*tensor.Tensor, len(roots))
 	for i, t := range roots {
@@ -122,7 +122,7 @@ func Start(roots, grads []*tensor.Tensor, opts Options) (*Run, error) {
 			if e.Node == nil {
 				return nil, fmt.Errorf("input %d of grad() does not require grad", i)
 			}
-			r.captures[keyOf(e)] = i
+			r.captures[keyOf(e)] = append(r.captures[keyOf(e)], i)
 		}
 	}
 	// Discover the graph and which nodes lead to something wanted.
@@ -363,13 +363,26 @@ func (r *Run) capture(n Node, grads []*tensor.Tensor) error {
 		return nil
 	}
 	if acc, ok := n.(*AccumulateGrad); ok {
-		if i, ok := r.captures[captureKey{leaf: acc.Leaf}]; ok {
-			r.results[i] = grads[0]
+		// Every use of a leaf has its own AccumulateGrad node (EdgeOf makes
+		// a new one per use), so a leaf used twice is reached twice: sum.
+		for _, i := range r.captures[captureKey{leaf: acc.Leaf}] {
+			if grads[0] == nil {
+				continue
+			}
+			if r.results[i] == nil {
+				r.results[i] = grads[0]
+				continue
+			}
+			sum, err := r.opts.Math.Add(r.results[i], grads[0], r.opts.CreateGraph)
+			if err != nil {
+				return err
+			}
+			r.results[i] = sum
 		}
 		return nil
 	}
 	for out, g := range grads {
-		if i, ok := r.captures[captureKey{node: n, out: out}]; ok {
+		for _, i := range r.captures[captureKey{node: n, out: out}] {
 			r.results[i] = g
 		}
 	}
@@ -387,20 +400,23 @@ func (r *Run) accumulate(leaf *tensor.Tensor, g *tensor.Tensor) error {
 			return r.opts.Math.Add(old, g, r.opts.CreateGraph)
 		}
 		if r.owned[g.Storage()] {
-			c, err := g.Clone()
-			if err != nil {
-				return nil, err
-			}
+			// The same gradient memory already sits in another .grad (or is
+			// the caller's): give this leaf its own copy.
 			if r.opts.CreateGraph {
-				// keep the graph: a recorded copy is an add of zero; rare enough
-				// (two leaves fed the very same gradient) to pay for it.
-				zero, err := tensor.New(g.Dtype(), g.Shape())
+				zero, err := tensor.New(g.Dtype(), nil)
 				if err != nil {
 					return nil, err
 				}
-				return r.opts.Math.Add(g, zero, true)
+				if g, err = r.opts.Math.Add(g, zero, true); err != nil { // a recorded copy
+					return nil, err
+				}
+			} else {
+				c, err := g.Clone()
+				if err != nil {
+					return nil, err
+				}
+				g = c
 			}
-			g = c
 		}
 		if !r.opts.CreateGraph {
 			g = g.Detach()

@@ -114,6 +114,9 @@ func (*AccumulateGrad) Release() {}
 // EdgeOf returns the edge through which a gradient for t flows: its grad_fn
 // output, an AccumulateGrad for a leaf that requires grad, or a nil edge.
 func EdgeOf(t *tensor.Tensor) Edge {
+	if t == nil {
+		return Edge{} // a nil tensor is not part of any graph
+	}
 	if fn, nr := t.GradFn(); fn != nil {
 		if n, ok := fn.(Node); ok {
 			return Edge{Node: n, Output: nr}

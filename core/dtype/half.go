@@ -105,8 +105,14 @@ func Float32ToBFloat16(f float32) uint16 {
 	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
 }
 
-// BFloat16ToFloat32 widens a bfloat16 exactly.
-func BFloat16ToFloat32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+// BFloat16ToFloat32 widens a bfloat16 exactly (a NaN comes back quiet, as
+// through float64, so every backend's widening gives the same bits).
+func BFloat16ToFloat32(h uint16) float32 {
+	if h&0x7fff > 0x7f80 {
+		h |= 0x40
+	}
+	return math.Float32frombits(uint32(h) << 16)
+}
 
 // BFloat16ToFloat64 widens a bfloat16 exactly.
 func BFloat16ToFloat64(h uint16) float64 { return float64(BFloat16ToFloat32(h)) }

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"math"
+	"math/bits"
 	"unsafe"
 
 	"github.com/pylucid/pylucid/core/dtype"
@@ -88,9 +89,36 @@ func StoreInt64(dt dtype.Dtype, p unsafe.Pointer, v int64) {
 		*(*int32)(p) = int32(v)
 	case dtype.Int64:
 		*(*int64)(p) = v
+	case dtype.Float64:
+		*(*float64)(p) = float64(v)
 	default:
-		StoreFloat64(dt, p, float64(v))
+		StoreFloat64(dt, p, roundToOdd(v))
 	}
+}
+
+// roundToOdd converts v to float64 rounding toward zero and setting the last
+// mantissa bit when bits were lost ("round to odd"). Rounding that value again
+// to a format with at most 51 significand bits (float32, float16, bfloat16)
+// gives the correctly rounded result: no double-rounding error.
+func roundToOdd(v int64) float64 {
+	u := uint64(v)
+	if v < 0 {
+		u = -u
+	}
+	n := bits.Len64(u)
+	if n <= 53 {
+		return float64(v)
+	}
+	shift := n - 53
+	m := u >> shift
+	if u&(1<<shift-1) != 0 {
+		m |= 1
+	}
+	f := math.Ldexp(float64(m), shift)
+	if v < 0 {
+		f = -f
+	}
+	return f
 }
 
 // LoadBits reads the raw bit pattern of the element at p.

@@ -29,7 +29,14 @@ type Allocator interface {
 
 type goAllocator struct{}
 
-func (goAllocator) Alloc(n int) ([]byte, func(), error) { return make([]byte, n), nil, nil }
+func (goAllocator) Alloc(n int) (data []byte, free func(), err error) {
+	defer func() {
+		if recover() != nil { // makeslice: len out of range (more than the address space)
+			data, err = nil, ErrTooLarge
+		}
+	}()
+	return make([]byte, n), nil, nil
+}
 
 var allocator atomic.Value // of allocatorBox
 

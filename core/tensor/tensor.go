@@ -122,6 +122,9 @@ func NewView(s *Storage, dt dtype.Dtype, shape, strides []int, offset int) (*Ten
 	if len(strides) != len(shape) {
 		return nil, errs.Valuef("strides %v do not match shape %v", strides, shape)
 	}
+	if s == nil {
+		return nil, errs.Valuef("view (shape %v) has no storage", shape)
+	}
 	n, err := Numel(shape)
 	if err != nil {
 		return nil, err

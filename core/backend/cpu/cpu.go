@@ -105,6 +105,17 @@ type seg struct {
 
 func (s *seg) at(o, i int) unsafe.Pointer { return unsafe.Add(s.p[o], i*s.s[o]) }
 
+// advance returns the segment without its first k elements (k < s.n), for
+// the first nops operands.
+func (s *seg) advance(k, nops int) seg {
+	r := *s
+	for o := 0; o < nops; o++ {
+		r.p[o] = s.at(o, k)
+	}
+	r.n -= k
+	return r
+}
+
 // contiguous reports whether the first k operands are unit-stride for element size sz.
 func (s *seg) contiguous(k, sz int) bool {
 	for o := 0; o < k; o++ {

@@ -148,13 +148,36 @@ func bitsFor(dt dtype.Dtype) bitsFuncs {
 	return bitsFuncs{selectBits[uint64], routeBits[uint64]}
 }
 
-// withMask runs k over the elements with a scratch mask per segment.
-func (b *Backend) withMask(mf maskFunc, ia, ib int, k func(m []bool, s *seg), ts ...*tensor.Tensor) {
+// withMask runs k over the elements with a scratch mask per segment. fast,
+// if not nil, may handle a prefix of each segment first (a SIMD path) and
+// returns how many elements it did.
+func (b *Backend) withMask(mf maskFunc, ia, ib int, fast func(*seg) int, k func(m []bool, s *seg), ts ...*tensor.Tensor) {
 	b.elementwise(func(s *seg) {
+		if fast != nil {
+			done := fast(s)
+			if done == s.n {
+				return
+			}
+			if done > 0 {
+				rest := s.advance(done, len(ts))
+				s = &rest
+			}
+		}
 		var buf [maxSeg]bool
 		mf(buf[:s.n], s, ia, ib)
 		k(buf[:s.n], s)
 	}, ts...)
+}
+
+// simdSize is the element size the SIMD paths handle for dt (0: none).
+func simdSize(dt dtype.Dtype) int {
+	switch dt {
+	case dtype.Float32:
+		return 4
+	case dtype.Float64:
+		return 8
+	}
+	return 0
 }
 
 // Route implements backend.IBackend.
@@ -173,7 +196,12 @@ func (b *Backend) Route(op backend.BinaryOp, ga, gb, a, bb, g *tensor.Tensor) er
 		return err
 	}
 	route := bitsFor(g.Dtype()).route
-	b.withMask(mf, 2, 3, route, ga, gb, a, bb, g)
+	var fast func(*seg) int
+	if sz := simdSize(g.Dtype()); sz != 0 && a.Dtype() == g.Dtype() {
+		mx := op == backend.Maximum
+		fast = func(s *seg) int { return simdRoute(s, sz, mx) }
+	}
+	b.withMask(mf, 2, 3, fast, route, ga, gb, a, bb, g)
 	return nil
 }
 
@@ -193,7 +221,7 @@ func (b *Backend) Select(op backend.BinaryOp, out, a, bb, x, y *tensor.Tensor) e
 		return err
 	}
 	sel := bitsFor(out.Dtype()).sel
-	b.withMask(mf, 1, 2, func(m []bool, s *seg) { sel(m, s, 0, 3, 4) }, out, a, bb, x, y)
+	b.withMask(mf, 1, 2, nil, func(m []bool, s *seg) { sel(m, s, 0, 3, 4) }, out, a, bb, x, y)
 	return nil
 }
 
@@ -336,7 +364,12 @@ func (b *Backend) Binary(op backend.BinaryOp, out, a, bb *tensor.Tensor) error {
 			return err
 		}
 		sel := bitsFor(out.Dtype()).sel
-		b.withMask(mf, 1, 2, func(m []bool, s *seg) { sel(m, s, 0, 1, 2) }, out, a, bb)
+		var fast func(*seg) int
+		if sz := simdSize(out.Dtype()); sz != 0 {
+			mx := op == backend.Maximum
+			fast = func(s *seg) int { return simdSelect(s, sz, mx, 0, 1, 2) }
+		}
+		b.withMask(mf, 1, 2, fast, func(m []bool, s *seg) { sel(m, s, 0, 1, 2) }, out, a, bb)
 		return nil
 	}
 	if op > backend.Div {
@@ -408,7 +441,7 @@ func castNative[S, D native](s *seg) {
 func castElem(od, id dtype.Dtype) func(*seg) {
 	return func(s *seg) {
 		for i := 0; i < s.n; i++ {
-			if od.IsFloat() || id.IsFloat() {
+			if id.IsFloat() {
 				tensor.StoreFloat64(od, s.at(0, i), tensor.LoadFloat64(id, s.at(1, i)))
 			} else {
 				tensor.StoreInt64(od, s.at(0, i), tensor.LoadInt64(id, s.at(1, i)))
@@ -480,14 +513,21 @@ type accum interface{ ~float32 | ~float64 | ~int64 }
 
 // blockSum sums flat indices [start, end) of ops (one operand) in the
 // canonical lane order.
-func blockSum[A accum](ops *operands, start, end int, load func(unsafe.Pointer) A, nz A) A {
+func blockSum[A accum](ops *operands, start, end int, load func(unsafe.Pointer) A, nz A,
+	fast func(*[backend.SumLanes]A, unsafe.Pointer, int) int) A {
 	var lanes [backend.SumLanes]A
 	for j := range lanes {
 		lanes[j] = nz
 	}
 	k := 0
+	sz := ops.sizes[0]
 	ops.segments(start, end, func(s *seg) {
-		for i := 0; i < s.n; i++ {
+		i := 0
+		if fast != nil && s.s[0] == sz && k%backend.SumLanes == 0 {
+			i = fast(&lanes, s.p[0], s.n)
+			k += i
+		}
+		for ; i < s.n; i++ {
 			lanes[k%backend.SumLanes] += load(s.at(0, i))
 			k++
 		}
@@ -497,7 +537,8 @@ func blockSum[A accum](ops *operands, start, end int, load func(unsafe.Pointer) 
 
 func loadAs[T native, A accum](p unsafe.Pointer) A { return A(*(*T)(p)) }
 
-func sumAll[A accum](b *Backend, out, a *tensor.Tensor, load func(unsafe.Pointer) A, nz A, store func(unsafe.Pointer, A)) {
+func sumAll[A accum](b *Backend, out, a *tensor.Tensor, load func(unsafe.Pointer) A, nz A, store func(unsafe.Pointer, A),
+	fast func(*[backend.SumLanes]A, unsafe.Pointer, int) int) {
 	// Reorder a's dims: kept dims first, reduced dims last, so each output's
 	// elements are one contiguous range of the plan in row-major order.
 	red := backend.ReducedDims(out, a)
@@ -529,7 +570,7 @@ func sumAll[A accum](b *Backend, out, a *tensor.Tensor, load func(unsafe.Pointer
 		for u := t * unitsPerTask; u < min(len(partial), (t+1)*unitsPerTask); u++ {
 			o, blk := u/max(nb, 1), u%max(nb, 1)
 			start := o*r + blk*backend.SumBlock
-			partial[u] = blockSum(&ops, start, min(start+backend.SumBlock, (o+1)*r), load, nz)
+			partial[u] = blockSum(&ops, start, min(start+backend.SumBlock, (o+1)*r), load, nz, fast)
 		}
 	})
 	// out is contiguous and fresh: write its elements in row-major order.
@@ -561,22 +602,22 @@ func (b *Backend) Sum(out, a *tensor.Tensor) error {
 	nz32, nz64 := float32(math.Copysign(0, -1)), math.Copysign(0, -1)
 	switch dt {
 	case dtype.Float32:
-		sumAll(b, out, a, loadAs[float32, float32], nz32, storeF32)
+		sumAll(b, out, a, loadAs[float32, float32], nz32, storeF32, simdLanes32)
 	case dtype.Float16, dtype.BFloat16:
 		c, _ := codecFor(dt)
-		sumAll(b, out, a, func(p unsafe.Pointer) float32 { return c.widen(*(*uint16)(p)) }, nz32, storeF32)
+		sumAll(b, out, a, func(p unsafe.Pointer) float32 { return c.widen(*(*uint16)(p)) }, nz32, storeF32, nil)
 	case dtype.Float64:
-		sumAll(b, out, a, loadAs[float64, float64], nz64, storeF64)
+		sumAll(b, out, a, loadAs[float64, float64], nz64, storeF64, simdLanes64)
 	case dtype.Bool, dtype.Uint8:
-		sumAll(b, out, a, loadAs[uint8, int64], 0, storeI64)
+		sumAll(b, out, a, loadAs[uint8, int64], 0, storeI64, nil)
 	case dtype.Int8:
-		sumAll(b, out, a, loadAs[int8, int64], 0, storeI64)
+		sumAll(b, out, a, loadAs[int8, int64], 0, storeI64, nil)
 	case dtype.Int16:
-		sumAll(b, out, a, loadAs[int16, int64], 0, storeI64)
+		sumAll(b, out, a, loadAs[int16, int64], 0, storeI64, nil)
 	case dtype.Int32:
-		sumAll(b, out, a, loadAs[int32, int64], 0, storeI64)
+		sumAll(b, out, a, loadAs[int32, int64], 0, storeI64, nil)
 	case dtype.Int64:
-		sumAll(b, out, a, loadAs[int64, int64], 0, storeI64)
+		sumAll(b, out, a, loadAs[int64, int64], 0, storeI64, nil)
 	default:
 		return fmt.Errorf("unsupported dtype %v", dt)
 	}

@@ -138,7 +138,7 @@ func (Backend) Cast(out, a *tensor.Tensor) error {
 		return err
 	}
 	for i := 0; i < out.Numel(); i++ {
-		if a.Dtype().IsFloat() || out.Dtype().IsFloat() {
+		if a.Dtype().IsFloat() {
 			tensor.StoreFloat64(out.Dtype(), out.ElementPointer(i), tensor.LoadFloat64(a.Dtype(), a.ElementPointer(i)))
 		} else {
 			tensor.StoreInt64(out.Dtype(), out.ElementPointer(i), tensor.LoadInt64(a.Dtype(), a.ElementPointer(i)))

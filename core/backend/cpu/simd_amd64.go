@@ -1,0 +1,183 @@
+//go:build goexperiment.simd && amd64
+
+package cpu
+
+import (
+	"simd/archsimd"
+	"unsafe"
+)
+
+// SIMD fast paths (Go's simd/archsimd, AVX2) for float32 and float64. Each
+// returns false when it does not handle a layout, and the caller falls back
+// to the generic kernels. Raw VMINPS is not SPEC §1's minimum (it returns the
+// second operand on NaN and on ±0 ties), so selection is built from
+// comparisons: b wins iff b < a (a < b for maximum), or b is NaN and a is not.
+
+var haveAVX2 = archsimd.X86.AVX2()
+
+// SIMDEnabled reports whether the SIMD fast paths are compiled in and usable.
+func SIMDEnabled() bool { return haveAVX2 }
+
+// unit reports how an operand of element size sz advances: 1 contiguous,
+// 0 broadcast, -1 anything else.
+func unit(stride, sz int) int {
+	switch stride {
+	case sz:
+		return 1
+	case 0:
+		return 0
+	}
+	return -1
+}
+
+func f32s(p unsafe.Pointer, n, u int) []float32 {
+	if u == 0 {
+		n = 1
+	}
+	return unsafe.Slice((*float32)(p), n)
+}
+
+func f64s(p unsafe.Pointer, n, u int) []float64 {
+	if u == 0 {
+		n = 1
+	}
+	return unsafe.Slice((*float64)(p), n)
+}
+
+func load32(s []float32, i, u int) archsimd.Float32x8 {
+	if u == 0 {
+		return archsimd.BroadcastFloat32x8(s[0])
+	}
+	return archsimd.LoadFloat32x8Slice(s[i:])
+}
+
+func load64(s []float64, i, u int) archsimd.Float64x4 {
+	if u == 0 {
+		return archsimd.BroadcastFloat64x4(s[0])
+	}
+	return archsimd.LoadFloat64x4Slice(s[i:])
+}
+
+// bWins32 is the SPEC §1 selection mask for the b operand.
+func bWins32(x, y archsimd.Float32x8, maximum bool) archsimd.Mask32x8 {
+	var strict archsimd.Mask32x8
+	if maximum {
+		strict = x.Less(y)
+	} else {
+		strict = y.Less(x)
+	}
+	return strict.Or(y.IsNaN().And(x.Equal(x)))
+}
+
+func bWins64(x, y archsimd.Float64x4, maximum bool) archsimd.Mask64x4 {
+	var strict archsimd.Mask64x4
+	if maximum {
+		strict = x.Less(y)
+	} else {
+		strict = y.Less(x)
+	}
+	return strict.Or(y.IsNaN().And(x.Equal(x)))
+}
+
+// simdSelect handles minimum/maximum forward over segment operands
+// (out=io, a=ia, b=ib) of dtype float32 (sz 4) or float64 (sz 8), with a
+// contiguous output and contiguous or broadcast inputs. The scalar tail uses
+// the generic kernel.
+func simdSelect(s *seg, sz int, maximum bool, io, ia, ib int) (done int) {
+	if !haveAVX2 || s.s[io] != sz {
+		return 0
+	}
+	ua, ub := unit(s.s[ia], sz), unit(s.s[ib], sz)
+	if ua < 0 || ub < 0 {
+		return 0
+	}
+	n := s.n
+	if sz == 4 {
+		o, a, b := f32s(s.p[io], n, 1), f32s(s.p[ia], n, ua), f32s(s.p[ib], n, ub)
+		i := 0
+		for ; i+8 <= n; i += 8 {
+			x, y := load32(a, i, ua), load32(b, i, ub)
+			y.Merge(x, bWins32(x, y, maximum)).StoreSlice(o[i:])
+		}
+		return i
+	}
+	o, a, b := f64s(s.p[io], n, 1), f64s(s.p[ia], n, ua), f64s(s.p[ib], n, ub)
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		x, y := load64(a, i, ua), load64(b, i, ub)
+		y.Merge(x, bWins64(x, y, maximum)).StoreSlice(o[i:])
+	}
+	return i
+}
+
+// simdRoute handles the fused minimum/maximum backward: ga (operand 0) gets g
+// (operand 4) where a (2) wins, gb (1) the rest; a, b and g share the dtype.
+func simdRoute(s *seg, sz int, maximum bool) (done int) {
+	if !haveAVX2 || s.s[0] != sz || s.s[1] != sz {
+		return 0
+	}
+	ua, ub, ug := unit(s.s[2], sz), unit(s.s[3], sz), unit(s.s[4], sz)
+	if ua < 0 || ub < 0 || ug < 0 {
+		return 0
+	}
+	n := s.n
+	if sz == 4 {
+		ga, gb := f32s(s.p[0], n, 1), f32s(s.p[1], n, 1)
+		a, b, g := f32s(s.p[2], n, ua), f32s(s.p[3], n, ub), f32s(s.p[4], n, ug)
+		var zero archsimd.Float32x8
+		i := 0
+		for ; i+8 <= n; i += 8 {
+			x, y, gv := load32(a, i, ua), load32(b, i, ub), load32(g, i, ug)
+			bw := bWins32(x, y, maximum)
+			zero.Merge(gv, bw).StoreSlice(ga[i:])
+			gv.Merge(zero, bw).StoreSlice(gb[i:])
+		}
+		return i
+	}
+	ga, gb := f64s(s.p[0], n, 1), f64s(s.p[1], n, 1)
+	a, b, g := f64s(s.p[2], n, ua), f64s(s.p[3], n, ub), f64s(s.p[4], n, ug)
+	var zero archsimd.Float64x4
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		x, y, gv := load64(a, i, ua), load64(b, i, ub), load64(g, i, ug)
+		bw := bWins64(x, y, maximum)
+		zero.Merge(gv, bw).StoreSlice(ga[i:])
+		gv.Merge(zero, bw).StoreSlice(gb[i:])
+	}
+	return i
+}
+
+// simdLanes32 adds n contiguous float32s at p to the 8 summation lanes,
+// element k going to lane k mod 8 — exactly the canonical order, since a
+// vector accumulator's lane j sees elements j, j+8, j+16, ….
+func simdLanes32(lanes *[8]float32, p unsafe.Pointer, n int) (done int) {
+	if !haveAVX2 {
+		return 0
+	}
+	x := unsafe.Slice((*float32)(p), n)
+	acc := archsimd.LoadFloat32x8(lanes)
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		acc = acc.Add(archsimd.LoadFloat32x8Slice(x[i:]))
+	}
+	acc.Store(lanes)
+	return i
+}
+
+// simdLanes64 is simdLanes32 for float64: lanes 0–3 and 4–7 in two vectors.
+func simdLanes64(lanes *[8]float64, p unsafe.Pointer, n int) (done int) {
+	if !haveAVX2 {
+		return 0
+	}
+	x := unsafe.Slice((*float64)(p), n)
+	lo := archsimd.LoadFloat64x4((*[4]float64)(lanes[0:4]))
+	hi := archsimd.LoadFloat64x4((*[4]float64)(lanes[4:8]))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		lo = lo.Add(archsimd.LoadFloat64x4Slice(x[i:]))
+		hi = hi.Add(archsimd.LoadFloat64x4Slice(x[i+4:]))
+	}
+	lo.Store((*[4]float64)(lanes[0:4]))
+	hi.Store((*[4]float64)(lanes[4:8]))
+	return i
+}
