@@ -296,8 +296,11 @@ def _numpy64(t: Tensor) -> np.ndarray:
 def gradcheck(fn: Callable[..., Any], inputs: Union[Tensor, Sequence[Tensor]], eps: float = 1e-6,
               atol: float = 1e-5, rtol: float = 1e-3, raise_exception: bool = True) -> bool:
     """Compares the analytical Jacobian (autograd) with central finite
-    differences for every input that requires grad (float64 expected).
-    Returns True, or raises GradcheckError (False with raise_exception=False)."""
+    differences for every input that requires grad and every output (float64
+    expected). Returns True, or raises GradcheckError (False with
+    raise_exception=False)."""
+    from .tensor import tensor as make
+
     xs = _as_inputs(inputs)
     base = [_numpy64(x) for x in xs]
     outs = _outputs(fn, xs)
@@ -306,15 +309,11 @@ def gradcheck(fn: Callable[..., Any], inputs: Union[Tensor, Sequence[Tensor]], e
         raise ValueError("gradcheck: no input requires grad")
 
     def evaluate(vals: list[np.ndarray]) -> list[np.ndarray]:
-        from .tensor import tensor as make
-
-        ts = [make(v, dtype=x.dtype) for v, x in zip(vals, xs)]
-        with no_grad():
-            return [_numpy64(o) for o in _outputs(fn, ts)]
+        # Fresh inputs like the originals (fn may itself differentiate them).
+        ts = [make(v, dtype=x.dtype, requires_grad=x.requires_grad) for v, x in zip(vals, xs)]
+        return [_numpy64(o) for o in _outputs(fn, ts)]
 
     for k, out in enumerate(outs):
-        if not out.requires_grad:
-            continue
         n_out = out.numel()
         for i in diff:
             n_in = base[i].size
@@ -326,12 +325,13 @@ def gradcheck(fn: Callable[..., Any], inputs: Union[Tensor, Sequence[Tensor]], e
                 minus[i].reshape(-1)[j] -= eps
                 numerical[j] = ((evaluate(plus)[k] - evaluate(minus)[k]) / (2 * eps)).reshape(-1)
             analytical = np.zeros((n_in, n_out))
-            for m in range(n_out):
-                onehot = np.zeros(out.shape, dtype=out.dtype.numpy_dtype)
-                onehot.reshape(-1)[m] = 1
-                g = grad([out], [xs[i]], grad_outputs=[onehot], retain_graph=True, allow_unused=True)[0]
-                if g is not None:
-                    analytical[:, m] = _numpy64(g).reshape(-1)
+            if out.requires_grad:
+                for m in range(n_out):
+                    onehot = np.zeros(out.shape, dtype=out.dtype.numpy_dtype)
+                    onehot.reshape(-1)[m] = 1
+                    g = grad([out], [xs[i]], grad_outputs=[onehot], retain_graph=True, allow_unused=True)[0]
+                    if g is not None:
+                        analytical[:, m] = _numpy64(g).reshape(-1)
             if not np.allclose(analytical, numerical, atol=atol, rtol=rtol):
                 if not raise_exception:
                     return False
@@ -345,20 +345,25 @@ def gradcheck(fn: Callable[..., Any], inputs: Union[Tensor, Sequence[Tensor]], e
 def gradgradcheck(fn: Callable[..., Any], inputs: Union[Tensor, Sequence[Tensor]],
                   grad_outputs: Optional[Sequence[Any]] = None, eps: float = 1e-6, atol: float = 1e-5,
                   rtol: float = 1e-3, raise_exception: bool = True, seed: int = 0) -> bool:
-    """gradcheck of the first derivative: checks second-order gradients of fn
-    (computed with create_graph=True) against finite differences."""
+    """Checks second-order gradients: gradcheck of the map (inputs, v) ->
+    grad(fn(inputs), inputs, grad_outputs=v, create_graph=True), with the
+    upstream gradients v as inputs too (random float64 when not given)."""
+    from .tensor import tensor as make
+
     xs = _as_inputs(inputs)
     outs = _outputs(fn, xs)
     rng = np.random.default_rng(seed)
     if grad_outputs is None:
-        vs = [rng.standard_normal(o.shape).astype(o.dtype.numpy_dtype) for o in outs]
+        vs = [make(rng.standard_normal(o.shape), dtype=o.dtype, requires_grad=True) for o in outs]
     else:
-        vs = [np.asarray(v) for v in grad_outputs]
+        vs = [make(v, requires_grad=True) if not isinstance(v, Tensor) else v for v in grad_outputs]
     n = len(xs)
+    wrt = [i for i, x in enumerate(xs) if x.requires_grad]
 
     def first_derivative(*args: Tensor) -> Tuple[Tensor, ...]:
-        ys = _outputs(fn, args[:n])
-        gs = grad(ys, list(args[:n]), grad_outputs=list(vs), create_graph=True, allow_unused=True)
-        return tuple(g if g is not None else zeros(a.shape, a.dtype) for g, a in zip(gs, args[:n]))
+        ins, ups = list(args[:n]), list(args[n:])
+        ys = _outputs(fn, ins)
+        gs = grad(ys, [ins[i] for i in wrt], grad_outputs=ups, create_graph=True, allow_unused=True)
+        return tuple(g if g is not None else zeros(ins[i].shape, ins[i].dtype) for g, i in zip(gs, wrt))
 
-    return gradcheck(first_derivative, xs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)
+    return gradcheck(first_derivative, xs + vs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)

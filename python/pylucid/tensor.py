@@ -184,11 +184,11 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor
                 arr = arr.astype(np.float32)
         from_numpy_dtype(arr.dtype)  # raises TypeError naming an unsupported dtype
         if want is not None and want._np is None:
-            out = from_numpy(np.ascontiguousarray(arr, dtype=np.float32)).to(want)
+            out = from_numpy(np.array(arr, dtype=np.float32, order="C")).to(want)
         else:
             if want is not None:
                 arr = arr.astype(want.numpy_dtype)
-            out = from_numpy(np.ascontiguousarray(arr))
+            out = from_numpy(np.array(arr, order="C"))  # a private copy; keeps 0-d shapes
     if requires_grad:
         out.requires_grad_(True)
     return out
@@ -216,6 +216,9 @@ def zeros(shape: Union[int, Sequence[int]], dtype: Any = float32) -> "Tensor":
     """A new zero-filled tensor."""
     _lib.check_fork()
     dims = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
+    for d in dims:
+        if not -(2**63) <= d < 2**63:
+            raise ValueError("dimension %d of shape %s does not fit in int64" % (d, dims))
     info = _info()
     rc = lib.lucid_tensor_new(as_dtype(dtype).code, len(dims), list(dims), info)
     if rc:
@@ -434,7 +437,8 @@ class Tensor:
         npd = self._dtype.numpy_dtype
         if self.numel() == 0:
             return np.empty(self._shape, dtype=npd)
-        return np.asarray(_ArrayHolder(self, self._array_interface()))
+        arr = np.asarray(_ArrayHolder(self, self._array_interface()))
+        return arr if arr.dtype == npd else arr.view(npd)  # e.g. ml_dtypes.bfloat16 from "V2"
 
     @property
     def __array_interface__(self) -> dict[str, Any]:

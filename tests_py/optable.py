@@ -1,0 +1,419 @@
+"""The op table of the Python tests (in the spirit of PyTorch's OpInfo).
+
+One entry per public op of ``pylucid.ops``: the pylucid callable, a NumPy
+reference of the forward (computed in the op's result dtype), the dtypes the
+op accepts, whether it is differentiable and, for differentiable ops, a NumPy
+reference of the gradients given the upstream gradient ``g``. Tests in
+``test_ops_numpy.py`` are driven from :data:`OPS`; ``test_minmax_spec.py``
+uses the helpers here too.
+
+Everything here is plain NumPy (float64 for gradients); nothing here calls
+pylucid except to name the op and the dtype objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any, Callable, Optional, Sequence, Tuple
+
+import ml_dtypes
+import numpy as np
+
+import pylucid
+from pylucid import ops
+
+# ---------------------------------------------------------------- dtypes
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+#: (pylucid dtype, NumPy dtype), in SPEC order.
+DTYPES = [
+    (pylucid.bool_, np.dtype(np.bool_)),
+    (pylucid.uint8, np.dtype(np.uint8)),
+    (pylucid.int8, np.dtype(np.int8)),
+    (pylucid.int16, np.dtype(np.int16)),
+    (pylucid.int32, np.dtype(np.int32)),
+    (pylucid.int64, np.dtype(np.int64)),
+    (pylucid.float16, np.dtype(np.float16)),
+    (pylucid.bfloat16, BF16),
+    (pylucid.float32, np.dtype(np.float32)),
+    (pylucid.float64, np.dtype(np.float64)),
+]
+NP_OF = {d.name: n for d, n in DTYPES}
+PL_OF = {d.name: d for d, _ in DTYPES}
+DTYPE_NAMES = [d.name for d, _ in DTYPES]
+FLOAT_NAMES = ["float16", "bfloat16", "float32", "float64"]
+INT_NAMES = ["uint8", "int8", "int16", "int32", "int64"]
+
+#: unsigned integer views of each itemsize, for bit-for-bit comparisons.
+UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+_WIDTH = {"bool": 1, "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
+          "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+
+
+def category(name: str) -> int:
+    """SPEC §3 categories: bool < integers < floats."""
+    if name == "bool":
+        return 0
+    if name in INT_NAMES:
+        return 1
+    return 2
+
+
+def promote(a: str, b: str) -> str:
+    """SPEC §3 promotion of two tensor dtypes (names)."""
+    if a == b:
+        return a
+    ca, cb = category(a), category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    if ca == 2:
+        if {a, b} == {"float16", "bfloat16"}:
+            return "float32"
+        return a if _WIDTH[a] >= _WIDTH[b] else b
+    # integers: uint8 with int8 needs int16 (as NumPy and PyTorch do)
+    if "uint8" in (a, b):
+        other = b if a == "uint8" else a
+        return "int16" if other == "int8" else other
+    return a if _WIDTH[a] >= _WIDTH[b] else b
+
+
+def promote_scalar(t: str, scalar: Any) -> str:
+    """SPEC §3: a Python scalar is weak; it only lifts the category, to the
+    category's default (int64 / float32)."""
+    c = 0 if isinstance(scalar, bool) else 1 if isinstance(scalar, int) else 2
+    if c <= category(t):
+        return t
+    return "float32" if c == 2 else "int64"
+
+
+def eps(name: str) -> float:
+    """Unit roundoff-ish spacing of a floating dtype (machine epsilon)."""
+    return float(ml_dtypes.finfo(NP_OF[name]).eps)
+
+
+def bits(x: np.ndarray) -> np.ndarray:
+    """The raw bits of an array (for bit-for-bit comparisons)."""
+    x = np.asarray(x).copy(order="C")
+    return x.view(UINT_OF_SIZE[x.dtype.itemsize])
+
+
+# ---------------------------------------------------------------- broadcasting helpers
+
+
+def sum_to_shape(g: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """Reduces g (a broadcast-shaped gradient) back to ``shape``: sum over the
+    leading dims ``shape`` lacks and over dims where ``shape`` has 1."""
+    shape = tuple(shape)
+    lead = g.ndim - len(shape)
+    assert lead >= 0, (g.shape, shape)
+    if lead:
+        g = g.sum(axis=tuple(range(lead)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g.reshape(shape)
+
+
+def _isnan(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind in "biu":
+        return np.zeros(x.shape, dtype=bool)
+    return np.isnan(x)
+
+
+def a_wins_min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """SPEC §1 selection rule of minimum: a wins iff a <= b or a is NaN."""
+    with np.errstate(invalid="ignore"):
+        return (a <= b) | _isnan(a)
+
+
+def a_wins_max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """SPEC §1 selection rule of maximum: a wins iff a >= b or a is NaN."""
+    with np.errstate(invalid="ignore"):
+        return (a >= b) | _isnan(a)
+
+
+def _select(wins: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    def ref(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b = np.broadcast_arrays(a, b)
+        return np.where(wins(a, b), a, b)
+
+    return ref
+
+
+def _route(wins: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., Tuple[np.ndarray, ...]]:
+    def grad(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        a, b = np.broadcast_arrays(a, b)
+        w = wins(a, b)
+        g = np.broadcast_to(g, w.shape)
+        return np.where(w, g, 0.0), np.where(w, 0.0, g)
+
+    return grad
+
+
+def _errstate(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    def wrapped(*args: Any, **kw: Any) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return fn(*args, **kw)
+
+    return wrapped
+
+
+# ---------------------------------------------------------------- the table
+
+
+@dataclasses.dataclass(frozen=True)
+class OpInfo:
+    name: str
+    op: Callable[..., Any]
+    #: "binary", "unary" or "reduction"
+    kind: str
+    #: forward reference: binary ref(a, b) / unary ref(a) with the inputs
+    #: already cast to the compute dtype; reduction ref(a64, axis, keepdims)
+    #: on float64/int64 data.
+    ref: Callable[..., np.ndarray]
+    #: the plain NumPy function of the same name (documented differences
+    #: against it are tested explicitly)
+    numpy_fn: Optional[Callable[..., np.ndarray]]
+    #: whether the op accepts its (promoted) input dtype
+    accepts: Callable[[str], bool]
+    #: result dtype from the promoted input dtype
+    result: Callable[[str], str]
+    #: the forward is exact (bit for bit) against ``ref`` for floats
+    bit_exact: bool
+    differentiable: bool
+    #: gradients, float64: binary grad(g, a, b) -> (ga, gb) in the broadcast
+    #: shape (un-reduced); unary grad(g, a) -> (ga,); reduction
+    #: grad(g, a, axis, keepdims) -> (ga,)
+    grad_ref: Optional[Callable[..., Tuple[np.ndarray, ...]]] = None
+    #: name of the autograd node
+    node: Optional[str] = None
+    #: operand values must stay away from zero (b of div) for gradients
+    nonzero_b: bool = False
+
+    def supported(self, dt: str) -> bool:
+        return self.accepts(dt)
+
+    def __repr__(self) -> str:  # readable pytest ids
+        return self.name
+
+
+def _all(_: str) -> bool:
+    return True
+
+
+def _same(d: str) -> str:
+    return d
+
+
+def _not_bool(d: str) -> bool:
+    return d != "bool"
+
+
+def _float_only(d: str) -> bool:
+    return d in FLOAT_NAMES
+
+
+def _div_result(d: str) -> str:
+    return d if d in FLOAT_NAMES else "float32"
+
+
+def _sum_result(d: str) -> str:
+    return d if d in FLOAT_NAMES else "int64"
+
+
+def _axes_count(shape: Sequence[int], axis: Any) -> int:
+    if axis is None:
+        return int(np.prod(shape, dtype=np.int64))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    return int(np.prod([shape[x] for x in axes], dtype=np.int64))
+
+
+def _expand_back(g: np.ndarray, shape: Sequence[int], axis: Any, keepdims: bool) -> np.ndarray:
+    if axis is None:
+        axes = tuple(range(len(shape)))
+    else:
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        axes = tuple(x % len(shape) for x in axes)
+    if not keepdims:
+        for x in sorted(axes):
+            g = np.expand_dims(g, x)
+    return np.broadcast_to(g, tuple(shape)).astype(np.float64)
+
+
+def _sum_ref(a: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
+    return np.sum(a, axis=axis, keepdims=keepdims)
+
+
+def _mean_ref(a: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # mean of an empty slice is NaN
+        return np.mean(a, axis=axis, keepdims=keepdims)
+
+
+OPS = [
+    OpInfo(
+        "minimum", ops.minimum, "binary", _select(a_wins_min), np.minimum, _all, _same, True, True,
+        grad_ref=_route(a_wins_min), node="MinimumBackward",
+    ),
+    OpInfo(
+        "maximum", ops.maximum, "binary", _select(a_wins_max), np.maximum, _all, _same, True, True,
+        grad_ref=_route(a_wins_max), node="MaximumBackward",
+    ),
+    OpInfo(
+        "add", ops.add, "binary", _errstate(np.add), np.add, _all, _same, True, True,
+        grad_ref=lambda g, a, b: (np.broadcast_to(g, np.broadcast_shapes(g.shape, a.shape, b.shape)),) * 2,
+        node="AddBackward",
+    ),
+    OpInfo(
+        "sub", ops.sub, "binary", _errstate(np.subtract), np.subtract, _not_bool, _same, True, True,
+        grad_ref=lambda g, a, b: (np.broadcast_to(g, np.broadcast_shapes(g.shape, a.shape, b.shape)),
+                                  -np.broadcast_to(g, np.broadcast_shapes(g.shape, a.shape, b.shape))),
+        node="SubBackward",
+    ),
+    OpInfo(
+        "mul", ops.mul, "binary", _errstate(np.multiply), np.multiply, _all, _same, True, True,
+        grad_ref=lambda g, a, b: (g * b, g * a), node="MulBackward",
+    ),
+    OpInfo(
+        "div", ops.div, "binary", _errstate(np.true_divide), np.true_divide, _all, _div_result, True, True,
+        grad_ref=lambda g, a, b: (g / b, -g * a / (b * b)), node="DivBackward", nonzero_b=True,
+    ),
+    OpInfo(
+        "neg", ops.neg, "unary", _errstate(np.negative), np.negative, _not_bool, _same, True, True,
+        grad_ref=lambda g, a: (-np.broadcast_to(g, a.shape),), node="NegBackward",
+    ),
+    OpInfo(
+        "sum", ops.sum, "reduction", _sum_ref, np.sum, _all, _sum_result, False, True,
+        grad_ref=lambda g, a, axis, keepdims: (_expand_back(g, a.shape, axis, keepdims),),
+        node="SumBackward",
+    ),
+    OpInfo(
+        "mean", ops.mean, "reduction", _mean_ref, np.mean, _float_only, _same, False, True,
+        grad_ref=lambda g, a, axis, keepdims: (
+            _expand_back(g, a.shape, axis, keepdims) / max(_axes_count(a.shape, axis), 1),),
+        node="MeanBackward",
+    ),
+]
+OPS_BY_NAME = {o.name: o for o in OPS}
+BINARY = [o for o in OPS if o.kind == "binary"]
+UNARY = [o for o in OPS if o.kind == "unary"]
+REDUCTIONS = [o for o in OPS if o.kind == "reduction"]
+DIFFERENTIABLE = [o for o in OPS if o.differentiable]
+
+
+def reference(info: OpInfo, *arrays: np.ndarray, out_dtype: str) -> np.ndarray:
+    """The forward reference of an elementwise op: inputs cast to the op's
+    compute dtype (its result dtype), then the NumPy function in that dtype."""
+    npd = NP_OF[out_dtype]
+    cast = [np.asarray(x).astype(npd) for x in arrays]
+    return np.asarray(info.ref(*cast)).astype(npd)
+
+
+# ---------------------------------------------------------------- data
+
+
+def sample(shape: Sequence[int], name: str, rng: np.random.Generator, *, nonzero: bool = False) -> np.ndarray:
+    """Random values of dtype ``name`` with many ties (small value sets), so
+    that comparison ops see equal operands often."""
+    shape = tuple(shape)
+    return np.asarray(_sample(shape, name, rng, nonzero), dtype=NP_OF[name]).reshape(shape)
+
+
+def _sample(shape: Tuple[int, ...], name: str, rng: np.random.Generator, nonzero: bool) -> Any:
+    npd = NP_OF[name]
+    if name == "bool":
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if name == "uint8":
+        x = rng.integers(0, 12, size=shape)
+        if nonzero:
+            x = np.where(x == 0, 1, x)
+        return x.astype(npd)
+    if name in INT_NAMES:
+        x = rng.integers(-6, 7, size=shape)
+        if nonzero:
+            x = np.where(x == 0, 3, x)
+        return x.astype(npd)
+    # floats: quarter steps (exact in every float dtype) plus some non-dyadic values
+    x = rng.integers(-12, 13, size=shape) / 4.0
+    if x.size:
+        extra = rng.standard_normal(shape)
+        x = np.where(rng.random(shape) < 0.5, x, extra)
+    if nonzero:
+        x = np.where(np.abs(x) < 0.25, 0.5 + np.abs(x), x)
+    return np.asarray(x).astype(npd)
+
+
+def distinct_pair(shape_a: Sequence[int], shape_b: Sequence[int], rng: np.random.Generator,
+                  spacing: float = 0.0625) -> Tuple[np.ndarray, np.ndarray]:
+    """float64 a, b whose every value is distinct (all pairwise gaps >=
+    spacing), so min/max are differentiable at every point, with |b| >= 0.5
+    (so that division is smooth too)."""
+    na = int(np.prod(shape_a, dtype=np.int64))
+    nb = int(np.prod(shape_b, dtype=np.int64))
+    grid = np.arange(-64, 64) * spacing
+    grid = grid[np.abs(grid) >= 0.5]
+    vals = rng.choice(grid, size=na + nb, replace=False)
+    a = vals[:na].reshape(shape_a).astype(np.float64)
+    b = vals[na:].reshape(shape_b).astype(np.float64)
+    return a, b
+
+
+# ---------------------------------------------------------------- NumPy layouts
+
+LAYOUTS = ["contiguous", "transposed", "negative_stride", "zero_stride", "readonly"]
+
+
+def layout(x: np.ndarray, kind: str) -> np.ndarray:
+    """``x`` re-expressed in a memory layout; the values are those of the
+    returned array (zero_stride replaces x by a broadcast of its first row)."""
+    x = np.asarray(x)
+    if kind == "contiguous":
+        return x.copy(order="C")
+    if kind == "transposed":
+        # the .T of a bigger array: the values live in a strided window of a
+        # larger buffer laid out in the reversed order
+        if x.ndim == 0:
+            return x.copy()
+        big_shape = tuple(n + 2 for n in reversed(x.shape))
+        big = np.zeros(big_shape, dtype=x.dtype)
+        window = tuple(slice(1, 1 + n) for n in reversed(x.shape))
+        big[window] = x.T
+        v = big[window].T
+        assert v.shape == x.shape and np.array_equal(bits(v), bits(x))
+        return v
+    if kind == "negative_stride":
+        if x.ndim == 0:
+            return x.copy()
+        flipped = np.ascontiguousarray(x[(slice(None, None, -1),) * x.ndim])
+        v = flipped[(slice(None, None, -1),) * x.ndim]
+        assert np.array_equal(bits(v), bits(x))
+        return v
+    if kind == "zero_stride":
+        if x.ndim == 0 or x.shape[0] == 0:
+            return np.broadcast_to(x, x.shape)
+        return np.broadcast_to(x[:1], x.shape)
+    if kind == "readonly":
+        v = np.array(x, copy=True)
+        v.flags.writeable = False
+        return v
+    raise ValueError(kind)
+
+
+#: the broadcast pairs of the brief
+BROADCAST_PAIRS = [
+    ((), ()),
+    ((1,), ()),
+    ((2, 1), (2,)),
+    ((3, 1, 2), (1, 3, 2)),
+    ((0, 3), (1, 3)),
+    ((4, 1, 5), (6, 1)),
+    # not in the brief's list: same shapes, so the contiguous fast paths run
+    ((3, 5), (3, 5)),
+]
+
+
+def pair_id(p: Tuple[Tuple[int, ...], Tuple[int, ...]]) -> str:
+    return "%s-%s" % ("x".join(map(str, p[0])) or "s", "x".join(map(str, p[1])) or "s")
