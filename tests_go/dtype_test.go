@@ -50,7 +50,8 @@ func TestDtypePromoteTable(t *testing.T) {
 	}
 }
 
-// dtRank is an independent statement of SPEC §3: category first, then width.
+// dtPromoteModel is an independent statement of SPEC §3: category first,
+// then width; the two 16-bit floats meet in float32, uint8 and int8 in int16.
 func dtPromoteModel(a, b dtype.Dtype) dtype.Dtype {
 	cat := func(d dtype.Dtype) int {
 		switch d {
@@ -77,13 +78,6 @@ func dtPromoteModel(a, b dtype.Dtype) dtype.Dtype {
 			return dtype.Float32
 		}
 		return dtype.Int16
-	}
-	if (a == dtype.Uint8 || b == dtype.Uint8) && width[a] != width[b] {
-		// uint8 with a wider signed type: the signed type holds all of uint8.
-		if width[a] > width[b] {
-			return a
-		}
-		return b
 	}
 	if width[a] > width[b] {
 		return a

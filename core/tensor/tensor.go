@@ -7,6 +7,8 @@
 //     element. Element counts and byte sizes are overflow-checked.
 //   - Strides are in elements and may be zero (broadcast) or negative
 //     (reversed views). Offset is in elements from the storage start.
+//   - Bool elements are the bytes 0 and 1; hosts lending memory normalise
+//     other bytes first (the Python layer does).
 //   - Views share storage; no function here writes into a tensor's memory
 //     except Set on a tensor created by New, which the caller owns.
 //   - A Tensor's dtype, shape, strides and offset never change after creation.

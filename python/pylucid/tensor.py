@@ -95,6 +95,8 @@ def from_numpy(arr: np.ndarray, requires_grad: bool = False) -> "Tensor":
     dt = from_numpy_dtype(arr.dtype)
     if arr.dtype.byteorder not in ("=", "|"):
         arr = arr.astype(arr.dtype.newbyteorder("="))
+    if arr.dtype == np.bool_ and arr.size and arr.view(np.uint8).max() > 1:
+        arr = arr.view(np.uint8) != 0  # bytes other than 0/1 (np.frombuffer): canonical bools
     isz = arr.itemsize
     strides = arr.strides
     if any(s % isz for s in strides):
