@@ -46,20 +46,21 @@ def _run_threads(target, args_list, timeout=300):
 # ---- the GIL is released ----
 
 
-def _progress_during(call, bin_s=0.05):
+def _progress_during(call, bin_s=0.05, margin_s=0.02):
     """Runs call() in a worker thread while this thread spins in Python.
-    Returns (fraction of the call's duration, cut in bin_s bins, in which this
-    thread ran Python, the call's duration). With the GIL held during the
-    call this thread could only run at its very edges (GIL hand-offs), so
-    the fraction would stay near 0 for a call many bins long."""
+
+    call() returns the (start, end) spans of its native calls. The interior
+    of each span (less margin_s at both ends, where GIL hand-offs happen) is
+    cut in bin_s bins; returns (fraction of the bins in which this thread ran
+    Python, total span time). Were the GIL held during a native call, this
+    thread could not run inside it and the fraction would be about 0.
+    """
     started = threading.Event()
-    span = []
+    spans = []
 
     def worker():
         started.set()
-        t0 = time.perf_counter()
-        call()
-        span.extend([t0, time.perf_counter()])
+        spans.extend(call())
 
     th = threading.Thread(target=worker)
     ticks = []
@@ -71,19 +72,35 @@ def _progress_during(call, bin_s=0.05):
         for i in range(200):  # a little pure-Python work: needs the GIL
             x += i
     th.join()
-    t0, t1 = span
-    nbins = max(1, int((t1 - t0) / bin_s))
-    hit = set()
-    for t in ticks:
-        if t0 <= t < t1:
-            hit.add(min(nbins - 1, int((t - t0) / bin_s)))
-    return len(hit) / nbins, t1 - t0
+    assert spans, "the worker failed"
+    total = hit = 0
+    for t0, t1 in spans:
+        lo, hi = t0 + margin_s, t1 - margin_s
+        nbins = int((hi - lo) / bin_s)
+        if nbins <= 0:
+            continue
+        bins = {int((t - lo) / bin_s) for t in ticks if lo <= t < lo + nbins * bin_s}
+        total += nbins
+        hit += len(bins)
+    return (hit / total if total else 0.0), sum(t1 - t0 for t0, t1 in spans)
+
+
+def _timed(f):
+    t0 = time.perf_counter()
+    f()
+    return (t0, time.perf_counter())
 
 
 def test_gil_released_during_long_op(restore_threads):
     pylucid.set_num_threads(1)
-    big = pylucid.from_numpy(np.broadcast_to(np.float32(1.0), (2**15, 2**14)))
-    frac, dur = _progress_during(lambda: big.sum())
+    rows = 2**12
+    while True:  # one native call of at least ~0.5 s, whatever the machine
+        big = pylucid.from_numpy(np.broadcast_to(np.float32(1.0), (rows, 2**14)))
+        t0, t1 = _timed(big.sum)
+        if t1 - t0 > 0.5 or rows >= 2**24:
+            break
+        rows *= 4
+    frac, dur = _progress_during(lambda: [_timed(big.sum)])
     assert dur > 0.4, "the op was too short to tell (%.3fs)" % dur
     assert frac > 0.5, (frac, dur)
 
@@ -94,20 +111,31 @@ def test_gil_released_during_backward(restore_threads):
     n = 1 << 22
     a_np = rng.standard_normal(n).astype(np.float32)
     b_np = rng.standard_normal(n).astype(np.float32)
+    a = pylucid.from_numpy(a_np, requires_grad=True)
+    b = pylucid.from_numpy(b_np, requires_grad=True)
 
     def call():
-        a = pylucid.from_numpy(a_np, requires_grad=True)
-        b = pylucid.from_numpy(b_np, requires_grad=True)
-        for _ in range(3):
-            ops.minimum(a, b).sum().backward()
-        np.testing.assert_array_equal(a.grad.numpy(), 3 * (a_np <= b_np).astype(np.float32))
+        spans = []
+        for _ in range(6):
+            y = (ops.maximum(ops.minimum(a, b) * 2.0, b - 1.0) + a).sum()
+            spans.append(_timed(y.backward))  # one native call runs the whole pass
+        return spans
 
     frac, dur = _progress_during(call)
-    assert dur > 0.4, "the backward passes were too short to tell (%.3fs)" % dur
+    wa = (a_np <= b_np)
+    wmax = (np.minimum(a_np, b_np) * 2.0 >= b_np - 1.0)
+    np.testing.assert_array_equal(a.grad.numpy(), 6 * (2.0 * wa * wmax + 1.0).astype(np.float32))
+    assert dur > 0.3, "the backward passes were too short to tell (%.3fs)" % dur
     assert frac > 0.5, (frac, dur)
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPU cores to run two ops in parallel")
+def _cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+@pytest.mark.skipif(_cpus() < 2, reason="needs two CPU cores to run two ops in parallel")
 def test_two_threads_run_in_parallel(restore_threads):
     pylucid.set_num_threads(1)  # each op uses one core
     n = 1 << 22

@@ -434,3 +434,57 @@ def test_tensor_keeps_zero_d_shape():
         assert t.shape == ()
         assert t.numpy().shape == ()
         assert float(t.numpy()) == 2.5
+
+
+# ---- random views (hypothesis) ----
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def _random_view(draw):
+    ndim = draw(st.integers(1, 3))
+    shape = tuple(draw(st.integers(1, 6)) for _ in range(ndim))
+    dtype = draw(st.sampled_from([np.float32, np.float64, np.float16, np.int32]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    base = np.random.default_rng(seed).integers(-4, 5, size=shape).astype(dtype)
+    idx = []
+    for n in shape:
+        step = draw(st.sampled_from([1, 2, -1, -2, 3]))
+        start = draw(st.integers(0, n - 1))
+        idx.append(slice(start, None, step) if step > 0 else slice(start, None, step))
+    view = base[tuple(idx)]
+    perm = draw(st.permutations(range(view.ndim)))
+    view = view.transpose(perm)
+    if draw(st.booleans()):
+        view = np.broadcast_to(view[..., :1], view.shape[:-1] + (draw(st.integers(1, 4)),))
+    return base, view
+
+
+@settings(max_examples=150, deadline=None)
+@given(_random_view(), _random_view())
+def test_random_views_shared_and_never_written(va, vb):
+    base_a, a = va
+    base_b, b = vb
+    snap = (base_a.tobytes(), base_b.tobytes())
+    t = pylucid.from_numpy(a)
+    assert np.shares_memory(t.numpy(), a)
+    np.testing.assert_array_equal(t.numpy(), a)
+    try:
+        expected = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        with pytest.raises(ValueError):
+            ops.minimum(a, b)
+    else:
+        r = ops.minimum(t, b)
+        assert r.shape == expected
+        np.testing.assert_array_equal(r.numpy(), np.minimum(a, b).astype(r.dtype.numpy_dtype))
+        assert not np.shares_memory(r.numpy(), base_a)
+        assert not np.shares_memory(r.numpy(), base_b)
+        if a.dtype.kind == "f" and b.dtype.kind == "f":
+            ta = pylucid.from_numpy(a, requires_grad=True)
+            tb = pylucid.from_numpy(b, requires_grad=True)
+            ops.maximum(ta, tb).sum().backward()
+            assert ta.grad.shape == a.shape and tb.grad.shape == b.shape
+    assert (base_a.tobytes(), base_b.tobytes()) == snap

@@ -61,11 +61,22 @@ def _stats() -> dict[str, int]:
 def _collect() -> None:
     """Runs the native collector until released memory is freed, then drops
     the NumPy buffers the library handed back."""
+    import gc
+
     from .tensor import drain
 
     _lib.check_fork()
-    _check(_native.lucid_collect())
-    drain()
+    # Dropping Python records (Function contexts, borrowed arrays) can release
+    # more native objects in turn: repeat until the counters settle.
+    before = None
+    for _ in range(10):
+        gc.collect()
+        _check(_native.lucid_collect())
+        drain()
+        now = _stats()
+        if now == before:
+            break
+        before = now
 
 
 bool = bool_  # noqa: A001 - pylucid.bool, as torch.bool
