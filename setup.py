@@ -4,6 +4,7 @@ Python only through cffi's ABI mode, so it does not depend on CPython's ABI."""
 
 import os
 import pathlib
+import platform
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,8 @@ def build_native(dest: pathlib.Path) -> None:
         raise RuntimeError("building pylucid needs the Go toolchain (go >= 1.24) on PATH")
     dest.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, CGO_ENABLED="1")
+    if platform.machine().lower() in ("x86_64", "amd64") and "GOEXPERIMENT" not in os.environ:
+        env["GOEXPERIMENT"] = "simd"  # the AVX2 kernels (core/backend/cpu/simd_amd64.go)
     subprocess.check_call(
         [go, "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", str(dest / LIBNAME), "./capi"],
         cwd=ROOT,

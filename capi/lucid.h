@@ -172,5 +172,7 @@ int lucid_get_num_threads(int32_t *n);
 int lucid_schemas(char *buf, size_t n, size_t *needed);
 /* Test hook: panics inside Go; must come back as LUCID_EPANIC. */
 int lucid_debug_panic(void);
+/* Starts a Go CPU profile into path, or stops it when path is NULL. */
+int lucid_debug_profile(const char *path);
 #endif /* LUCID_NO_PROTOTYPES */
 #endif /* LUCID_H */

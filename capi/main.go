@@ -19,7 +19,9 @@ import "C"
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"time"
 	"unsafe"
 
@@ -751,5 +753,35 @@ func lucid_debug_panic() C.int {
 	return call(func() error {
 		var b backend.IBackend
 		return b.Binary(backend.Add, nil, nil, nil) // nil interface: a real Go runtime panic
+	})
+}
+
+var profileFile *os.File
+
+// lucid_debug_profile starts a Go CPU profile written to path, or stops the
+// running one when path is NULL (a tool for performance work).
+//
+//export lucid_debug_profile
+func lucid_debug_profile(path *C.char) C.int {
+	return call(func() error {
+		if path == nil {
+			if profileFile != nil {
+				pprof.StopCPUProfile()
+				err := profileFile.Close()
+				profileFile = nil
+				return err
+			}
+			return nil
+		}
+		f, err := os.Create(C.GoString(path))
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return err
+		}
+		profileFile = f
+		return nil
 	})
 }

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p python/pylucid/_native
 tmp=$(mktemp -d)
-go build -buildmode=c-shared -trimpath -o "$tmp/liblucid.so" ./capi
+GOEXPERIMENT=${GOEXPERIMENT:-simd} go build -buildmode=c-shared -trimpath -o "$tmp/liblucid.so" ./capi
 cp capi/lucid.h "$tmp/lucid.h.new"
 mv -f "$tmp/liblucid.so" python/pylucid/_native/liblucid.so
 mv -f "$tmp/lucid.h.new" python/pylucid/_native/lucid.h
