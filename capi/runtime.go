@@ -7,6 +7,7 @@ package main
 #include <string.h>
 #include <pthread.h>
 #include "lucid.h"
+void *lucid_c_alloc(size_t size, size_t align, int huge);
 */
 import "C"
 
@@ -229,23 +230,89 @@ func maybeCollect(incoming int64) {
 	baseline.Store(outstanding())
 }
 
+// Big blocks are kept for reuse instead of being returned to the system: a
+// fresh 64 MB result would otherwise cost 16k page faults (as it does NumPy),
+// more than the kernel that fills it. The pool holds at most poolCap bytes.
+const (
+	poolMin      = 1 << 20 // smallest block size worth pooling
+	hugeMin      = 4 << 20 // from this size, 2 MB aligned with transparent huge pages
+	hugeAlign    = 2 << 20
+	poolCap      = 192 << 20
+	smallAlign   = 64
+	poolMaxBlock = 96 << 20
+)
+
+type blockPool struct {
+	mu    sync.Mutex
+	free  map[int][]unsafe.Pointer // by rounded size
+	bytes int
+}
+
+var pool = blockPool{free: map[int][]unsafe.Pointer{}}
+
+func (p *blockPool) get(size int) unsafe.Pointer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.free[size]
+	if len(l) == 0 {
+		return nil
+	}
+	b := l[len(l)-1]
+	p.free[size] = l[:len(l)-1]
+	p.bytes -= size
+	return b
+}
+
+func (p *blockPool) put(b unsafe.Pointer, size int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if size < poolMin || size > poolMaxBlock || p.bytes+size > poolCap {
+		return false
+	}
+	p.free[size] = append(p.free[size], b)
+	p.bytes += size
+	return true
+}
+
+// roundSize is the size class of an n-byte request.
+func roundSize(n int) int {
+	if n >= hugeMin {
+		return (n + hugeAlign - 1) &^ (hugeAlign - 1)
+	}
+	if n >= poolMin {
+		return (n + 4095) &^ 4095
+	}
+	return (n + smallAlign - 1) &^ (smallAlign - 1)
+}
+
 type cAllocator struct{}
 
-func (cAllocator) Alloc(n int) ([]byte, func(), error) {
+func (cAllocator) Alloc(n int, zeroed bool) ([]byte, func(), error) {
 	if n == 0 {
 		return nil, nil, nil
 	}
 	maybeCollect(int64(n))
-	size := (n + 63) &^ 63
-	p := C.aligned_alloc(64, C.size_t(size))
+	size := roundSize(n)
+	p := pool.get(size)
 	if p == nil {
-		return nil, nil, fmt.Errorf("out of memory allocating %d bytes", n)
+		align, huge := smallAlign, 0
+		if size >= hugeMin {
+			align, huge = hugeAlign, 1
+		}
+		p = C.lucid_c_alloc(C.size_t(size), C.size_t(align), C.int(huge))
+		if p == nil {
+			return nil, nil, fmt.Errorf("out of memory allocating %d bytes", n)
+		}
 	}
-	C.memset(p, 0, C.size_t(n))
+	if zeroed {
+		C.memset(p, 0, C.size_t(n))
+	}
 	cBytes.Add(int64(n))
 	cBlocks.Add(1)
 	return unsafe.Slice((*byte)(p), n), func() {
-		C.free(p)
+		if !pool.put(p, size) {
+			C.free(p)
+		}
 		cBytes.Add(-int64(n))
 		cBlocks.Add(-1)
 		noteFreed()

@@ -2,8 +2,9 @@
 // backend provides, and a registry of backends by name.
 //
 // Conventions every backend follows (and core/ops relies on):
-//   - Outputs are fresh, contiguous tensors allocated by the caller; kernels
-//     never write into an input. Inputs may have any strides: zero
+//   - Outputs are fresh, contiguous tensors allocated by the caller, possibly
+//     uninitialised (tensor.Empty): every kernel writes every output element.
+//     Kernels never write into an input. Inputs may have any strides: zero
 //     (broadcast), negative (reversed) or permuted.
 //   - Binary, Route and Select receive inputs already broadcast to the output
 //     shape. Binary's inputs and output share one dtype; Cast converts.

@@ -128,7 +128,7 @@ func castInput(c *Context, t *tensor.Tensor, dt dtype.Dtype) (*tensor.Tensor, er
 }
 
 func castPlain(c *Context, t *tensor.Tensor, dt dtype.Dtype) (*tensor.Tensor, error) {
-	out, err := tensor.New(dt, t.Shape())
+	out, err := tensor.Empty(dt, t.Shape())
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func applyBinary(c *Context, s *binarySpec, a, b *tensor.Tensor) (*tensor.Tensor
 	if err != nil {
 		return nil, err
 	}
-	out, err := tensor.New(rd, shape)
+	out, err := tensor.Empty(rd, shape)
 	if err != nil {
 		return nil, err
 	}

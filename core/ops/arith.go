@@ -118,7 +118,7 @@ func Neg(c *Context, a *tensor.Tensor) (*tensor.Tensor, error) {
 	if a.Dtype() == dtype.Bool {
 		return nil, errs.Typef("neg: negation of a bool tensor is not supported; use logical_not")
 	}
-	out, err := tensor.New(a.Dtype(), a.Shape())
+	out, err := tensor.Empty(a.Dtype(), a.Shape())
 	if err != nil {
 		return nil, err
 	}

@@ -73,11 +73,11 @@ func route(c *Context, op backend.BinaryOp, a, b, g *tensor.Tensor) (*tensor.Ten
 	if err != nil {
 		return nil, nil, err
 	}
-	ga, err := tensor.New(g.Dtype(), shape)
+	ga, err := tensor.Empty(g.Dtype(), shape)
 	if err != nil {
 		return nil, nil, err
 	}
-	gb, err := tensor.New(g.Dtype(), shape)
+	gb, err := tensor.Empty(g.Dtype(), shape)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -112,7 +112,7 @@ func selectBy(c *Context, op backend.BinaryOp, a, b, x, y *tensor.Tensor) (*tens
 	if err != nil {
 		return nil, err
 	}
-	out, err := tensor.New(x.Dtype(), shape)
+	out, err := tensor.Empty(x.Dtype(), shape)
 	if err != nil {
 		return nil, err
 	}

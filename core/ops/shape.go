@@ -78,7 +78,7 @@ func Expand(c *Context, a *tensor.Tensor, shape []int) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := tensor.New(a.Dtype(), shape)
+	out, err := tensor.Empty(a.Dtype(), shape)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +201,7 @@ func reduceShape(name string, a *tensor.Tensor, dims []int, keepdim bool) (keep,
 // reduce runs the backend sum of a into a fresh tensor of dtype dt and
 // keepdim shape keep.
 func reduce(c *Context, a *tensor.Tensor, keep []int, dt dtype.Dtype) (*tensor.Tensor, error) {
-	out, err := tensor.New(dt, keep)
+	out, err := tensor.Empty(dt, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +269,7 @@ func Mean(c *Context, a *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tenso
 		return nil, err
 	}
 	nv, _ := n.BroadcastTo(keep)
-	q, err := tensor.New(acc, keep)
+	q, err := tensor.Empty(acc, keep)
 	if err != nil {
 		return nil, err
 	}

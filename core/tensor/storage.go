@@ -23,13 +23,14 @@ type Storage struct {
 // C ABI) installs one that allocates C memory, so the bytes can be handed out
 // to foreign code without breaking cgo's pointer rules.
 type Allocator interface {
-	// Alloc returns nbytes of zeroed memory and a function that frees it.
-	Alloc(nbytes int) (data []byte, free func(), err error)
+	// Alloc returns nbytes of memory, zero-filled when zeroed is set, and a
+	// function that frees it.
+	Alloc(nbytes int, zeroed bool) (data []byte, free func(), err error)
 }
 
 type goAllocator struct{}
 
-func (goAllocator) Alloc(n int) (data []byte, free func(), err error) {
+func (goAllocator) Alloc(n int, _ bool) (data []byte, free func(), err error) {
 	defer func() {
 		if recover() != nil { // makeslice: len out of range (more than the address space)
 			data, err = nil, ErrTooLarge
@@ -57,11 +58,17 @@ func SetAllocator(a Allocator) {
 var ErrTooLarge = errors.New("tensor: allocation size overflows")
 
 // NewStorage allocates nbytes of zeroed memory with the installed Allocator.
-func NewStorage(nbytes int) (*Storage, error) {
+func NewStorage(nbytes int) (*Storage, error) { return newStorage(nbytes, true) }
+
+// NewStorageUninit allocates nbytes whose contents are undefined, for
+// outputs that a kernel overwrites entirely.
+func NewStorageUninit(nbytes int) (*Storage, error) { return newStorage(nbytes, false) }
+
+func newStorage(nbytes int, zeroed bool) (*Storage, error) {
 	if nbytes < 0 {
 		return nil, ErrTooLarge
 	}
-	data, free, err := allocator.Load().(allocatorBox).a.Alloc(nbytes)
+	data, free, err := allocator.Load().(allocatorBox).a.Alloc(nbytes, zeroed)
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,14 @@ func ContiguousStrides(shape []int) []int {
 }
 
 // New returns a zero-filled contiguous tensor.
-func New(dt dtype.Dtype, shape []int) (*Tensor, error) {
+func New(dt dtype.Dtype, shape []int) (*Tensor, error) { return alloc(dt, shape, true) }
+
+// Empty returns a contiguous tensor whose elements are undefined: for outputs
+// that a kernel writes entirely (skipping the zero-fill halves the memory
+// traffic of a fresh result).
+func Empty(dt dtype.Dtype, shape []int) (*Tensor, error) { return alloc(dt, shape, false) }
+
+func alloc(dt dtype.Dtype, shape []int, zeroed bool) (*Tensor, error) {
 	if !dt.Valid() {
 		return nil, errs.Typef("unsupported dtype %v", dt)
 	}
@@ -108,7 +115,7 @@ func New(dt dtype.Dtype, shape []int) (*Tensor, error) {
 	if n > math.MaxInt64/dt.Size() {
 		return nil, errs.Valuef("shape %v of %v needs more bytes than fit in int64", shape, dt)
 	}
-	s, err := NewStorage(n * dt.Size())
+	s, err := newStorage(n*dt.Size(), zeroed)
 	if err != nil {
 		return nil, err
 	}
