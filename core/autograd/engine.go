@@ -291,11 +291,20 @@ func (r *Run) Next() (*Pending, error) {
 	}
 	if !r.done {
 		r.done = true
-		if r.opts.Inputs != nil && !r.opts.AllowUnused {
-			for i, g := range r.results {
-				if g == nil {
+		for i, g := range r.results {
+			if g == nil {
+				if !r.opts.AllowUnused {
 					return nil, fmt.Errorf("One of the differentiated Tensors (input %d) appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior", i)
 				}
+				continue
+			}
+			if !r.opts.CreateGraph && !g.IsContiguous() {
+				// Broadcast views stay inside the engine; callers get memory of their own.
+				c, err := g.Clone()
+				if err != nil {
+					return nil, err
+				}
+				r.results[i] = c
 			}
 		}
 	}
@@ -399,9 +408,10 @@ func (r *Run) accumulate(leaf *tensor.Tensor, g *tensor.Tensor) error {
 		if old != nil {
 			return r.opts.Math.Add(old, g, r.opts.CreateGraph)
 		}
-		if r.owned[g.Storage()] {
+		if r.owned[g.Storage()] || !g.IsContiguous() {
 			// The same gradient memory already sits in another .grad (or is
-			// the caller's): give this leaf its own copy.
+			// the caller's), or g is a broadcast view: give this leaf its own
+			// contiguous copy.
 			if r.opts.CreateGraph {
 				zero, err := tensor.New(g.Dtype(), nil)
 				if err != nil {

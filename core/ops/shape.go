@@ -67,23 +67,18 @@ func passThrough(_ *Context, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error
 	return []*tensor.Tensor{grads[0]}, nil
 }
 
-// Expand returns a contiguous copy of a broadcast to shape (ExpandBackward:
-// sum_to_shape, done by the trampoline).
+// Expand returns a broadcast view of a with shape (zero strides on the
+// stretched dims; no memory is copied). ExpandBackward is sum_to_shape, done
+// by the trampoline. The engine gives callers contiguous copies of any
+// gradient that is still such a view.
 func Expand(c *Context, a *tensor.Tensor, shape []int) (*tensor.Tensor, error) {
 	c = ctxOr(c)
 	if err := checkInputs(expandSchema.Name, a); err != nil {
 		return nil, err
 	}
-	v, err := a.BroadcastTo(shape)
+	out, err := a.Detach().BroadcastTo(shape)
 	if err != nil {
-		return nil, err
-	}
-	out, err := tensor.Empty(a.Dtype(), shape)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Backend.Cast(out, v); err != nil {
-		return nil, err
+		return nil, errs.Valuef("expand: %w", err)
 	}
 	record(c, "ExpandBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil, passThrough)
 	return out, nil
