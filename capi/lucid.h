@@ -80,7 +80,8 @@
 #define LUCID_STAT_BORROWED 1
 #define LUCID_STAT_C_BYTES 2
 #define LUCID_STAT_C_BLOCKS 3
-#define LUCID_STAT_COUNT 4
+#define LUCID_STAT_DLPACK 4    /* DLPack exports whose deleter has not run yet */
+#define LUCID_STAT_COUNT 5
 
 /* What the caller needs to know about a tensor, filled by every call that
  * returns one. */
@@ -96,6 +97,69 @@ typedef struct {
     int64_t shape[64];
     int64_t strides[64];   /* in elements */
 } lucid_tensor_info;
+
+/* ---- DLPack (the exchange format of the Python array API's __dlpack__) ----
+ * The structs below are laid out exactly as in dlpack.h (DLPack 1.x ABI);
+ * a program that includes dlpack.h before this header uses its definitions
+ * instead. A pylucid tensor is exported as a DLManagedTensorVersioned
+ * (PyCapsule "dltensor_versioned") or as the legacy DLManagedTensor
+ * (PyCapsule "dltensor"); both carry strides in elements and byte_offset 0. */
+#define LUCID_DLPACK_MAJOR 1
+#define LUCID_DLPACK_MINOR 0
+/* DLDeviceType: pylucid tensors live on the CPU */
+#define LUCID_DL_CPU 1
+/* DLDataTypeCode */
+#define LUCID_DL_INT 0
+#define LUCID_DL_UINT 1
+#define LUCID_DL_FLOAT 2
+#define LUCID_DL_BFLOAT 4
+#define LUCID_DL_COMPLEX 5
+#define LUCID_DL_BOOL 6
+/* DLManagedTensorVersioned.flags */
+#define LUCID_DL_FLAG_READ_ONLY 1
+#define LUCID_DL_FLAG_IS_COPIED 2
+
+#ifndef DLPACK_DLPACK_H_
+typedef struct {
+    uint32_t major;
+    uint32_t minor;
+} DLPackVersion;
+
+typedef struct {
+    int32_t device_type;   /* DLDeviceType: kDLCPU = 1 */
+    int32_t device_id;
+} DLDevice;
+
+typedef struct {
+    uint8_t code;          /* DLDataTypeCode */
+    uint8_t bits;
+    uint16_t lanes;
+} DLDataType;
+
+typedef struct {
+    void *data;
+    DLDevice device;
+    int32_t ndim;
+    DLDataType dtype;
+    int64_t *shape;
+    int64_t *strides;      /* in elements; NULL means row-major contiguous */
+    uint64_t byte_offset;
+} DLTensor;
+
+typedef struct DLManagedTensor {
+    DLTensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensor *self);
+} DLManagedTensor;
+
+typedef struct DLManagedTensorVersioned {
+    DLPackVersion version;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensorVersioned *self);
+    uint64_t flags;
+    DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+#endif /* DLPACK_DLPACK_H_ */
 
 #ifndef LUCID_NO_PROTOTYPES
 /* Copies the calling thread's last error message into buf (always
@@ -170,6 +234,16 @@ int lucid_set_num_threads(int32_t n);
 int lucid_get_num_threads(int32_t *n);
 /* JSON array of op schemas: [{"name":..., "version":..., "amp_policy":..., "deterministic":...}]. */
 int lucid_schemas(char *buf, size_t n, size_t *needed);
+/* Exports tensor h for a DLPack consumer. *managed receives a new
+ * DLManagedTensorVersioned* (versioned != 0; DLPack 1.0, flags
+ * LUCID_DL_FLAG_READ_ONLY for read-only borrowed memory and
+ * LUCID_DL_FLAG_IS_COPIED when copied != 0) or a legacy DLManagedTensor*
+ * (versioned == 0; refused for read-only memory, which it cannot mark). The
+ * managed tensor holds its own reference to the tensor's memory until the
+ * consumer calls its deleter, which it must do exactly once; the deleter may
+ * be called from any thread and needs no lock. */
+int lucid_dlpack_export(int64_t h, int32_t versioned, int32_t copied, void **managed);
+
 /* Test hook: panics inside Go; must come back as LUCID_EPANIC. */
 int lucid_debug_panic(void);
 /* Starts a Go CPU profile into path, or stops it when path is NULL. */

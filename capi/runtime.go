@@ -234,7 +234,7 @@ func maybeCollect(incoming int64) {
 // fresh 64 MB result would otherwise cost 16k page faults (as it does NumPy),
 // more than the kernel that fills it. The pool holds at most poolCap bytes.
 const (
-	poolMin      = 1 << 20 // smallest block size worth pooling
+	poolMin      = 64 << 10 // smallest block worth pooling: glibc mmaps from 128 KB, so every fresh one page-faults
 	hugeMin      = 4 << 20 // from this size, 2 MB aligned with transparent huge pages
 	hugeAlign    = 2 << 20
 	poolCap      = 192 << 20

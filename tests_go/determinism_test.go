@@ -17,6 +17,7 @@ import (
 
 	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/backend/cpu"
+	"github.com/pylucid/pylucid/core/backend/ref"
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/ops"
 	"github.com/pylucid/pylucid/core/tensor"
@@ -162,4 +163,36 @@ func TestDeterminismSumOrderMatters(t *testing.T) {
 		exact += float64(math.Float32frombits(uint32(b)))
 	}
 	require.InDelta(t, exact, float64(got), 1e-3*math.Abs(exact)+1)
+}
+
+// Above cpu.MinParallel the cpu backend really splits work across goroutines:
+// forward, backward (with a broadcast reduction), sums and means must still
+// be bit-identical for 1, 2 and 8 threads, and equal to ref for float32.
+func TestDeterminismAboveParallelThreshold(t *testing.T) {
+	for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float16, dtype.Float64} {
+		r := newRand(seedOf("parallel", dt.String()))
+		gen := func(n int) []uint64 { return wideBits(r, dt, n) }
+		sa, sb := []int{cpu.MinParallel/64 + 77, 1, 64}, []int{3, 64}
+		so, _ := npBroadcast(sa, sb)
+		require.Greater(t, numel(so), 2*cpu.MinParallel)
+		a := makeTensor(t, dt, sa, contiguous, gen)
+		b := makeTensor(t, dt, sb, contiguous, gen)
+		g := makeTensor(t, dt, so, contiguous, gen)
+		run := func(c *ops.Context) [][]uint64 {
+			la, lb := leaf(t, a.Detach()), leaf(t, b.Detach())
+			y := must(t)(ops.Minimum(c, la, lb))
+			require.NoError(t, ops.Backward(c, ts(y), ts(g), false, false))
+			s := must(t)(ops.Sum(c.NoGrad(), y, nil, false))
+			sd := must(t)(ops.Sum(c.NoGrad(), y, []int{0}, true))
+			m := must(t)(ops.Mean(c.NoGrad(), y, []int{2}, false))
+			return [][]uint64{y.Bits(), la.Grad().Bits(), lb.Grad().Bits(), s.Bits(), sd.Bits(), m.Bits()}
+		}
+		want := run(&ops.Context{Backend: cpu.New(1), GradEnabled: true})
+		for _, n := range []int{2, 8} {
+			require.Equal(t, want, run(&ops.Context{Backend: cpu.New(n), GradEnabled: true}), "%v with %d threads", dt, n)
+		}
+		if dt == dtype.Float32 && !testing.Short() {
+			require.Equal(t, want, run(&ops.Context{Backend: ref.Backend{}, GradEnabled: true}), "%v: cpu vs ref", dt)
+		}
+	}
 }

@@ -95,6 +95,13 @@ func (b *Backend) parallel(n int, fn func(i int)) {
 	}
 }
 
+// sequential runs fn(i) for i in [0, n) on the calling goroutine.
+func sequential(n int, fn func(i int)) {
+	for i := 0; i < n; i++ {
+		fn(i)
+	}
+}
+
 // seg is one run of elements: for each operand a pointer to the first element
 // and a stride in bytes, and the run length.
 type seg struct {
@@ -177,6 +184,11 @@ func (ops *operands) segments(start, end int, k func(*seg)) {
 	})
 }
 
+// MinParallel is the least work (elements) worth waking another goroutine
+// for: below it, the wake-up costs more than it saves. Elementwise results do
+// not depend on how the work is split.
+const MinParallel = 1 << 18
+
 // elementwise runs k over every element of ts[0]'s shape in parallel blocks.
 func (b *Backend) elementwise(k func(*seg), ts ...*tensor.Tensor) {
 	n := ts[0].Numel()
@@ -184,6 +196,10 @@ func (b *Backend) elementwise(k func(*seg), ts ...*tensor.Tensor) {
 		return
 	}
 	ops := newOperands(ts...)
+	if n < MinParallel {
+		ops.segments(0, n, k)
+		return
+	}
 	b.parallel((n+Chunk-1)/Chunk, func(c int) {
 		ops.segments(c*Chunk, min(n, (c+1)*Chunk), k)
 	})

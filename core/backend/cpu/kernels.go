@@ -566,7 +566,12 @@ func sumAll[A accum](b *Backend, out, a *tensor.Tensor, load func(unsafe.Pointer
 	nb := (r + backend.SumBlock - 1) / backend.SumBlock
 	partial := make([]A, nOut*nb)
 	const unitsPerTask = 32
-	b.parallel((len(partial)+unitsPerTask-1)/unitsPerTask, func(t int) {
+	tasks := (len(partial) + unitsPerTask - 1) / unitsPerTask
+	run := b.parallel
+	if a.Numel() < MinParallel {
+		run = sequential
+	}
+	run(tasks, func(t int) {
 		for u := t * unitsPerTask; u < min(len(partial), (t+1)*unitsPerTask); u++ {
 			o, blk := u/max(nb, 1), u%max(nb, 1)
 			start := o*r + blk*backend.SumBlock

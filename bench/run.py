@@ -1,0 +1,300 @@
+"""Benchmarks pylucid's minimum/maximum against NumPy (and PyTorch when it is
+importable), in one run, and prints medians and ratios.
+
+    python3 bench/run.py                 # full run, writes bench/results.png
+    python3 bench/run.py --quick         # fewer repetitions
+
+Ratios < 1 mean pylucid is faster. The NumPy reference for forward+backward
+is the composed computation a NumPy user would write: np.minimum, the masks
+with np.where, and the broadcast reduction with sum. The bandwidth bound is
+the bytes the computation must move divided by np.copyto's bandwidth,
+measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+import pylucid
+from pylucid import ops
+
+try:
+    import torch  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - optional
+    torch = None
+
+try:
+    import ml_dtypes  # type: ignore[import-not-found]
+
+    BF16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - optional
+    BF16 = None
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def median_time(fn: Callable[[], object], reps: int, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def per_call(fn: Callable[[], object], calls: int, rounds: int = 5) -> float:
+    for _ in range(min(calls, 1000)):
+        fn()
+    best = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best.append((time.perf_counter() - t0) / calls)
+    return statistics.median(best)
+
+
+# ---- the computations ----
+
+
+def np_fwd_bwd(a: np.ndarray, b: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    y = np.minimum(a, b)
+    g = np.ones_like(y)
+    win = (a <= b) | np.isnan(a)
+    ga = np.where(win, g, 0)
+    gb = np.where(win, 0, g)
+    # reduce each gradient to its input's shape (broadcast inputs)
+    if ga.shape != a.shape:
+        ga = ga.sum(axis=tuple(i for i, (s, t) in enumerate(zip(a.shape, ga.shape)) if s != t), keepdims=True)
+    if gb.shape != b.shape:
+        gb = gb.sum(axis=tuple(i for i, (s, t) in enumerate(zip(b.shape, gb.shape)) if s != t), keepdims=True)
+    y.sum()
+    return y, ga, gb
+
+
+def pl_fwd_bwd(a: np.ndarray, b: np.ndarray, dtype: Optional[pylucid.dtype] = None) -> None:
+    ta = pylucid.from_numpy(a, requires_grad=True)
+    tb = pylucid.from_numpy(b, requires_grad=True)
+    if dtype is not None:
+        ta = pylucid.tensor(ta.detach(), dtype=dtype, requires_grad=True)
+        tb = pylucid.tensor(tb.detach(), dtype=dtype, requires_grad=True)
+    ops.minimum(ta, tb).sum().backward()
+    ga, gb = ta.grad, tb.grad
+    assert ga is not None and gb is not None
+    ga.numpy(), gb.numpy()
+
+
+def torch_fwd_bwd(ta: "torch.Tensor", tb: "torch.Tensor") -> None:
+    ta.grad = None
+    tb.grad = None
+    torch.minimum(ta, tb).sum().backward()
+
+
+def copy_bandwidth(nbytes: int, reps: int) -> float:
+    src = np.ones(nbytes // 4, np.float32)
+    dst = np.empty_like(src)
+    t = median_time(lambda: np.copyto(dst, src), reps)
+    return 2 * nbytes / t  # bytes read + written per second
+
+
+def peak_rss_child(n: int) -> Dict[str, float]:
+    """Runs forward+backward at n elements in a fresh process and reports
+    its RSS before and at the peak (MB)."""
+    code = f"""
+import json, resource, numpy as np, pylucid
+from pylucid import ops
+def rss():
+    with open('/proc/self/statm') as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+n = {n}
+a = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
+b = np.random.default_rng(1).standard_normal(n, dtype=np.float32)
+ta = pylucid.from_numpy(a, requires_grad=True); tb = pylucid.from_numpy(b, requires_grad=True)
+ops.minimum(ta, tb)  # warm the library up
+pylucid._collect()
+base = rss()
+y = ops.minimum(ta, tb)
+y.sum().backward()
+ga, gb = ta.grad.numpy(), tb.grad.numpy()
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({{"base": base, "peak": peak, "after": rss()}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--threads", type=int, default=0, help="pylucid threads (0: all cores)")
+    ap.add_argument("--plot", default=str(HERE / "results.png"))
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    reps = 5 if args.quick else 15
+    if args.threads:
+        pylucid.set_num_threads(args.threads)
+    if torch is not None:
+        torch.set_num_threads(pylucid.get_num_threads())
+    rng = np.random.default_rng(0)
+    rows: List[Dict[str, object]] = []
+
+    def row(case: str, pl_s: float, np_s: float, target: str, torch_s: Optional[float] = None,
+            extra: str = "") -> None:
+        r: Dict[str, object] = {"case": case, "pylucid_ms": pl_s * 1e3, "numpy_ms": np_s * 1e3,
+                                "ratio_numpy": pl_s / np_s, "target": target, "extra": extra}
+        if torch_s is not None:
+            r["torch_ms"] = torch_s * 1e3
+            r["ratio_torch"] = pl_s / torch_s
+        rows.append(r)
+
+    # 1. float32 2^24 forward, same shape
+    n = 1 << 24
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    a[::97] = b[::97]  # some ties
+    ta, tb = pylucid.from_numpy(a), pylucid.from_numpy(b)
+    t_np = median_time(lambda: np.minimum(a, b), reps)
+    t_pl = median_time(lambda: ops.minimum(ta, tb), reps)
+    t_th = None
+    if torch is not None:
+        xa, xb = torch.from_numpy(a), torch.from_numpy(b)
+        t_th = median_time(lambda: torch.minimum(xa, xb), reps)
+    row("f32 2^24 forward", t_pl, t_np, "<= 0.9x numpy", t_th)
+
+    # 2. float32 2^24 forward + backward, both grads
+    bw = copy_bandwidth(n * 4, reps)
+    t_np = median_time(lambda: np_fwd_bwd(a, b), max(3, reps // 3))
+    t_pl = median_time(lambda: pl_fwd_bwd(a, b), reps)
+    t_th = None
+    if torch is not None:
+        xa = torch.from_numpy(a).clone().requires_grad_()
+        xb = torch.from_numpy(b).clone().requires_grad_()
+        t_th = median_time(lambda: torch_fwd_bwd(xa, xb), reps)
+    must_move = n * (4 + 4 + 4) + n * (4 + 4 + 4 + 4)  # fwd: read a, b, write y; bwd: read a, b, write ga, gb
+    bound = must_move / bw
+    row("f32 2^24 fwd+bwd", t_pl, t_np, "<= 0.35x numpy, <= 0.2x torch, <= 1.5x bound", t_th,
+        "bound %.1f ms (copyto %.1f GB/s): %.2fx bound" % (bound * 1e3, bw / 1e9, t_pl / bound))
+
+    # 3. float32 (4096, 4096) vs (4096, 1), forward + backward
+    a2 = rng.standard_normal((4096, 4096)).astype(np.float32)
+    b2 = rng.standard_normal((4096, 1)).astype(np.float32)
+    t_np = median_time(lambda: np_fwd_bwd(a2, b2), max(3, reps // 3))
+    t_pl = median_time(lambda: pl_fwd_bwd(a2, b2), reps)
+    t_th = None
+    if torch is not None:
+        xa = torch.from_numpy(a2).clone().requires_grad_()
+        xb = torch.from_numpy(b2).clone().requires_grad_()
+        t_th = median_time(lambda: torch_fwd_bwd(xa, xb), reps)
+    row("f32 (4096,4096) vs (4096,1) fwd+bwd", t_pl, t_np, "<= 0.35x numpy", t_th)
+
+    # 4. float32 65,536 forward (cache-resident)
+    a3, b3 = a[: 1 << 16].copy(), b[: 1 << 16].copy()
+    o3 = np.empty_like(a3)
+    ta3, tb3 = pylucid.from_numpy(a3), pylucid.from_numpy(b3)
+    t_np = per_call(lambda: np.minimum(a3, b3, out=o3), 2000)
+    t_pl = per_call(lambda: ops.minimum(ta3, tb3), 2000)
+    row("f32 65536 forward", t_pl, t_np, "<= 1.0x np.minimum(out=)")
+
+    # 5/6. per-call overhead from Python
+    for size in (1, 1000):
+        x = rng.standard_normal(size).astype(np.float32)
+        y = rng.standard_normal(size).astype(np.float32)
+        tx, ty = pylucid.from_numpy(x), pylucid.from_numpy(y)
+        t_pl = per_call(lambda: ops.minimum(tx, ty), 20000)
+        t_np = per_call(lambda: np.minimum(x, y), 20000)
+        row("%d elems forward (per call)" % size, t_pl, t_np, "<= 1.5 us", extra="%.2f us" % (t_pl * 1e6))
+        lx = pylucid.from_numpy(x, requires_grad=True)
+        ly = pylucid.from_numpy(y, requires_grad=True)
+
+        def step() -> None:
+            lx.grad = None
+            ly.grad = None
+            ops.minimum(lx, ly).sum().backward()
+            lx.grad, ly.grad
+
+        t_pl = per_call(step, 5000)
+        t_np = per_call(lambda: np_fwd_bwd(x, y), 5000)
+        t_th = None
+        if torch is not None:
+            qx = torch.from_numpy(x).clone().requires_grad_()
+            qy = torch.from_numpy(y).clone().requires_grad_()
+            t_th = per_call(lambda: torch_fwd_bwd(qx, qy), 5000)
+        row("%d elems fwd+bwd+grads (per call)" % size, t_pl, t_np, "<= 8 us", t_th, "%.2f us" % (t_pl * 1e6))
+
+    # 7. float16 / bfloat16 2^24 forward + backward vs float32
+    t32 = median_time(lambda: pl_fwd_bwd(a, b), reps)
+    halves = [("float16", np.float16, pylucid.float16)]
+    if BF16 is not None:
+        halves.append(("bfloat16", BF16, pylucid.bfloat16))
+    for name, npd, _ in halves:
+        ah, bh = a.astype(npd), b.astype(npd)
+        t_h = median_time(lambda: pl_fwd_bwd(ah, bh), reps)
+        t_np = median_time(lambda: np_fwd_bwd(ah, bh), max(3, reps // 3))
+        row("%s 2^24 fwd+bwd" % name, t_h, t_np, "<= 1.2x float32 time", extra="%.2fx float32" % (t_h / t32))
+
+    # 8. peak memory
+    mem = peak_rss_child(n)
+    need = 3 * n * 4 / 2**20  # y, ga, gb
+    extra_mb = mem["peak"] - mem["base"]
+    rows.append({"case": "f32 2^24 fwd+bwd peak RSS", "pylucid_ms": float("nan"), "numpy_ms": float("nan"),
+                 "ratio_numpy": float("nan"), "target": "no full-size temporaries",
+                 "extra": "peak +%.0f MB over inputs; outputs+grads need %.0f MB" % (extra_mb, need)})
+
+    # ---- report ----
+    print("pylucid %s, numpy %s, torch %s, threads %d, simd %s" % (
+        pylucid.__version__, np.__version__, torch.__version__ if torch is not None else "not installed",
+        pylucid.get_num_threads(), os.environ.get("GOEXPERIMENT", "as built")))
+    head = "%-38s %11s %11s %9s %11s %9s  %s" % ("case", "pylucid ms", "numpy ms", "ratio", "torch ms", "ratio",
+                                               "target / notes")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        tms = r.get("torch_ms")
+        print("%-38s %11.4f %11.4f %9.3f %11s %9s  %s %s" % (
+            r["case"], r["pylucid_ms"], r["numpy_ms"], r["ratio_numpy"],
+            "%.4f" % tms if tms is not None else "-",
+            "%.3f" % r["ratio_torch"] if tms is not None else "-", r["target"], r["extra"]))
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        shown = [r for r in rows if isinstance(r["ratio_numpy"], float) and r["ratio_numpy"] == r["ratio_numpy"]]
+        fig, ax = plt.subplots(figsize=(9, 0.45 * len(shown) + 1.5))
+        names = [str(r["case"]) for r in shown]
+        vals = [float(r["ratio_numpy"]) for r in shown]  # type: ignore[arg-type]
+        ax.barh(names, vals, color=["tab:green" if v < 1 else "tab:red" for v in vals])
+        ax.axvline(1.0, color="k", lw=1)
+        ax.set_xscale("log")
+        ax.invert_yaxis()
+        ax.set_xlabel("pylucid time / NumPy time (log scale; < 1 is faster)")
+        ax.set_title("pylucid minimum: forward and forward+backward vs NumPy")
+        for i, v in enumerate(vals):
+            ax.text(v, i, " %.2fx" % v, va="center")
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=110)
+        print("plot written to %s" % args.plot)
+    except ImportError:
+        print("matplotlib not installed: no plot")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
