@@ -235,7 +235,7 @@ func maybeCollect(incoming int64) {
 // more than the kernel that fills it. The pool holds at most poolCap bytes.
 const (
 	poolMin      = 64 << 10 // smallest block worth pooling: glibc mmaps from 128 KB, so every fresh one page-faults
-	hugeMin      = 4 << 20 // from this size, 2 MB aligned with transparent huge pages
+	hugeMin      = 4 << 20  // from this size, 2 MB aligned with transparent huge pages
 	hugeAlign    = 2 << 20
 	poolCap      = 192 << 20
 	smallAlign   = 64
