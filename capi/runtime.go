@@ -13,6 +13,7 @@ import "C"
 
 import (
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -230,16 +231,19 @@ func maybeCollect(incoming int64) {
 	baseline.Store(outstanding())
 }
 
-// Big blocks are kept for reuse instead of being returned to the system: a
-// fresh 64 MB result would otherwise cost 16k page faults (as it does NumPy),
-// more than the kernel that fills it. The pool holds at most poolCap bytes.
+// Freed blocks are kept for reuse instead of being returned to the system:
+// a fresh 64 MB result would cost 16k page faults (as it does NumPy), more
+// than the kernel that fills it, and every small one a cgo call to malloc
+// and another to free. The pool holds at most poolCap bytes, and at most
+// smallPerClass blocks of each small size class.
 const (
-	poolMin      = 64 << 10 // smallest block worth pooling: glibc mmaps from 128 KB, so every fresh one page-faults
-	hugeMin      = 4 << 20  // from this size, 2 MB aligned with transparent huge pages
-	hugeAlign    = 2 << 20
-	poolCap      = 192 << 20
-	smallAlign   = 64
-	poolMaxBlock = 96 << 20
+	smallMax      = 64 << 10 // below this, sizes round up to a power of two
+	hugeMin       = 4 << 20  // from this size, 2 MB aligned with transparent huge pages
+	hugeAlign     = 2 << 20
+	poolCap       = 192 << 20
+	poolMaxBlock  = 96 << 20
+	smallAlign    = 64
+	smallPerClass = 1024
 )
 
 type blockPool struct {
@@ -266,7 +270,7 @@ func (p *blockPool) get(size int) unsafe.Pointer {
 func (p *blockPool) put(b unsafe.Pointer, size int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if size < poolMin || size > poolMaxBlock || p.bytes+size > poolCap {
+	if size > poolMaxBlock || p.bytes+size > poolCap || (size < smallMax && len(p.free[size]) >= smallPerClass) {
 		return false
 	}
 	p.free[size] = append(p.free[size], b)
@@ -276,13 +280,15 @@ func (p *blockPool) put(b unsafe.Pointer, size int) bool {
 
 // roundSize is the size class of an n-byte request.
 func roundSize(n int) int {
-	if n >= hugeMin {
+	switch {
+	case n >= hugeMin:
 		return (n + hugeAlign - 1) &^ (hugeAlign - 1)
-	}
-	if n >= poolMin {
+	case n >= smallMax:
 		return (n + 4095) &^ 4095
+	case n <= smallAlign:
+		return smallAlign
 	}
-	return (n + smallAlign - 1) &^ (smallAlign - 1)
+	return 1 << bits.Len(uint(n-1))
 }
 
 type cAllocator struct{}

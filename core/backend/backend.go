@@ -148,7 +148,7 @@ func namesLocked() []string {
 // CheckSameShape returns an error unless every tensor has out's shape.
 func CheckSameShape(out *tensor.Tensor, ins ...*tensor.Tensor) error {
 	for _, t := range ins {
-		if !tensor.SameShape(out.Shape(), t.Shape()) {
+		if !tensor.SameShape(out.ShapeRef(), t.ShapeRef()) {
 			return fmt.Errorf("kernel operand shape %v does not match output shape %v", t.Shape(), out.Shape())
 		}
 	}

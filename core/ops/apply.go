@@ -144,6 +144,14 @@ func checkInputs(name string, ts ...*tensor.Tensor) error {
 	return nil
 }
 
+// broadcastInput returns t viewed with shape (t itself when it has it already).
+func broadcastInput(t *tensor.Tensor, shape []int) (*tensor.Tensor, error) {
+	if tensor.SameShape(t.ShapeRef(), shape) {
+		return t, nil
+	}
+	return t.BroadcastTo(shape)
+}
+
 // binarySpec is what a broadcasting binary op states about itself.
 type binarySpec struct {
 	schema OpSchema
@@ -171,7 +179,7 @@ func applyBinary(c *Context, s *binarySpec, a, b *tensor.Tensor) (*tensor.Tensor
 			return nil, err
 		}
 	}
-	shape, err := tensor.BroadcastShapes(a.Shape(), b.Shape())
+	shape, err := tensor.BroadcastShapes(a.ShapeRef(), b.ShapeRef())
 	if err != nil {
 		return nil, errs.Valuef("%s: %w", s.schema.Name, err)
 	}
@@ -183,11 +191,11 @@ func applyBinary(c *Context, s *binarySpec, a, b *tensor.Tensor) (*tensor.Tensor
 	if err != nil {
 		return nil, err
 	}
-	av, err := ac.BroadcastTo(shape)
+	av, err := broadcastInput(ac, shape)
 	if err != nil {
 		return nil, err
 	}
-	bv, err := bc.BroadcastTo(shape)
+	bv, err := broadcastInput(bc, shape)
 	if err != nil {
 		return nil, err
 	}

@@ -195,6 +195,14 @@ func (t *Tensor) Dtype() dtype.Dtype { return t.dtype }
 // Shape returns a copy of the shape.
 func (t *Tensor) Shape() []int { return clone(t.shape) }
 
+// ShapeRef returns the shape without copying it. Callers must not modify it
+// (hot paths use it to avoid an allocation per call).
+func (t *Tensor) ShapeRef() []int { return t.shape }
+
+// StridesRef returns the strides without copying them; callers must not
+// modify them.
+func (t *Tensor) StridesRef() []int { return t.strides }
+
 // Strides returns a copy of the strides (in elements).
 func (t *Tensor) Strides() []int { return clone(t.strides) }
 

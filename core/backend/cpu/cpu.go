@@ -141,13 +141,13 @@ type operands struct {
 }
 
 func newOperands(ts ...*tensor.Tensor) operands {
-	shape := ts[0].Shape()
+	shape := ts[0].ShapeRef()
 	offs := make([]int, len(ts))
 	strides := make([][]int, len(ts))
 	base := make([]unsafe.Pointer, len(ts))
 	sizes := make([]int, len(ts))
 	for i, t := range ts {
-		offs[i], strides[i] = t.Offset(), t.Strides()
+		offs[i], strides[i] = t.Offset(), t.StridesRef()
 		base[i], sizes[i] = t.Storage().Pointer(), t.Dtype().Size()
 	}
 	return operands{plan: tensor.NewPlan(shape, offs, strides...), base: base, sizes: sizes}
@@ -189,10 +189,52 @@ func (ops *operands) segments(start, end int, k func(*seg)) {
 // not depend on how the work is split.
 const MinParallel = 1 << 18
 
+// flatSegs runs k over n elements of operands that are each contiguous or a
+// single broadcast element: no iteration plan is needed.
+func flatSegs(ts []*tensor.Tensor, start, end int, k func(*seg)) {
+	var s seg
+	for o, t := range ts {
+		sz := t.Dtype().Size()
+		if t.Numel() == 1 && end > 1 {
+			s.s[o] = 0
+		} else {
+			s.s[o] = sz
+		}
+		s.p[o] = t.DataPointer()
+	}
+	base := s.p
+	for c := start; c < end; c += maxSeg {
+		for o := range ts {
+			s.p[o] = unsafe.Add(base[o], c*s.s[o])
+		}
+		s.n = min(maxSeg, end-c)
+		k(&s)
+	}
+}
+
+// isFlat reports whether every operand is contiguous with ts[0]'s element
+// count or holds a single element.
+func isFlat(n int, ts []*tensor.Tensor) bool {
+	for _, t := range ts {
+		if m := t.Numel(); m != 1 && (m != n || !t.IsContiguous()) {
+			return false
+		}
+	}
+	return true
+}
+
 // elementwise runs k over every element of ts[0]'s shape in parallel blocks.
 func (b *Backend) elementwise(k func(*seg), ts ...*tensor.Tensor) {
 	n := ts[0].Numel()
 	if n == 0 {
+		return
+	}
+	if isFlat(n, ts) {
+		if n < MinParallel {
+			flatSegs(ts, 0, n, k)
+			return
+		}
+		b.parallel((n+Chunk-1)/Chunk, func(c int) { flatSegs(ts, c*Chunk, min(n, (c+1)*Chunk), k) })
 		return
 	}
 	ops := newOperands(ts...)

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/pylucid/pylucid/core/backend"
@@ -163,11 +164,17 @@ func (b *Backend) withMask(mf maskFunc, ia, ib int, fast func(*seg) int, k func(
 				s = &rest
 			}
 		}
-		var buf [maxSeg]bool
+		buf := maskBufs.Get().(*[maxSeg]bool)
 		mf(buf[:s.n], s, ia, ib)
 		k(buf[:s.n], s)
+		maskBufs.Put(buf)
 	}, ts...)
 }
+
+// maskBufs recycles mask scratch: it escapes to the heap (it is passed to
+// function values), and allocating it per segment would cost more than the
+// work on a small tensor.
+var maskBufs = sync.Pool{New: func() any { return new([maxSeg]bool) }}
 
 // simdSize is the element size the SIMD paths handle for dt (0: none).
 func simdSize(dt dtype.Dtype) int {

@@ -1,0 +1,25 @@
+package main
+
+import "testing"
+
+func benchCall(b *testing.B, n int, grad bool) {
+	b.ReportAllocs()
+	if err := callLoop(n, b.N, grad); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkCallMinimum1(b *testing.B)     { benchCall(b, 1, false) }
+func BenchmarkCallMinimum1Grad(b *testing.B) { benchCall(b, 1, true) }
+func BenchmarkCallMinimum1000(b *testing.B)  { benchCall(b, 1000, false) }
+
+// The loop itself must work: handles are released and the counters settle.
+func TestCallLoopReleasesHandles(t *testing.T) {
+	before := handles.count()
+	if err := callLoop(10, 100, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := handles.count(); got != before {
+		t.Fatalf("live handles %d, want %d", got, before)
+	}
+}
