@@ -208,6 +208,12 @@ int lucid_cast(int64_t a, int32_t dtype, int32_t mode, lucid_tensor_info *out);
  * accumulate into leaves. */
 int lucid_backward_start(const int64_t *roots, const int64_t *grads, int32_t n, const int64_t *inputs,
                          int32_t ninputs, int32_t flags, int32_t mode, int64_t *run);
+/* backward() in one call: starts a run that accumulates into leaves and runs
+ * it to the end (*run == 0 then), or until a host-defined function must run:
+ * then *run is the run's handle and lucid_backward_next hands that function
+ * out first. */
+int lucid_backward_run(const int64_t *roots, const int64_t *grads, int32_t n, int32_t flags, int32_t mode,
+                       int64_t *run);
 /* Runs until done (*function == 0) or until a host-defined function must run:
  * then *function is its id, grads[0..*ngrads) its output gradients (0 = none)
  * and *release says to free its saved state afterwards. */

@@ -73,10 +73,10 @@ func fillInfo(out *C.lucid_tensor_info, t *tensor.Tensor) {
 	out.is_leaf = boolInt(t.IsLeaf())
 	out.readonly = boolInt(t.Storage().ReadOnly())
 	out.pending = C.int32_t(min(pendingItems.Load(), 1<<30))
-	for i, d := range t.Shape() {
+	for i, d := range t.ShapeRef() {
 		out.shape[i] = C.int64_t(d)
 	}
-	for i, s := range t.Strides() {
+	for i, s := range t.StridesRef() {
 		out.strides[i] = C.int64_t(s)
 	}
 }
@@ -479,6 +479,39 @@ func lucid_cast(a C.int64_t, dt C.int32_t, mode C.int32_t, out *C.lucid_tensor_i
 // backwardRun is a backward pass in progress, driven by the host.
 type backwardRun struct {
 	run *autograd.Run
+	// pending is the host function lucid_backward_run stopped at; the next
+	// lucid_backward_next hands it out.
+	pending *autograd.Pending
+}
+
+func startRun(roots, grads *C.int64_t, n C.int32_t, inputs *C.int64_t, ninputs C.int32_t,
+	flags C.int32_t, mode C.int32_t) (*autograd.Run, error) {
+	c, err := contextOf(mode)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := getTensors(roots, int(n), false)
+	if err != nil {
+		return nil, err
+	}
+	var gs []*tensor.Tensor
+	if grads != nil {
+		if gs, err = getTensors(grads, int(n), true); err != nil {
+			return nil, err
+		}
+	}
+	opts := autograd.Options{
+		RetainGraph: flags&C.LUCID_RETAIN_GRAPH != 0,
+		CreateGraph: flags&C.LUCID_CREATE_GRAPH != 0,
+		AllowUnused: flags&C.LUCID_ALLOW_UNUSED != 0,
+		Math:        ops.EngineMath(c),
+	}
+	if ninputs >= 0 {
+		if opts.Inputs, err = getTensors(inputs, int(ninputs), false); err != nil {
+			return nil, err
+		}
+	}
+	return autograd.Start(rs, gs, opts)
 }
 
 //export lucid_backward_start
@@ -488,36 +521,31 @@ func lucid_backward_start(roots, grads *C.int64_t, n C.int32_t, inputs *C.int64_
 		if run == nil {
 			return errs.Valuef("run pointer is NULL")
 		}
-		c, err := contextOf(mode)
-		if err != nil {
-			return err
-		}
-		rs, err := getTensors(roots, int(n), false)
-		if err != nil {
-			return err
-		}
-		var gs []*tensor.Tensor
-		if grads != nil {
-			if gs, err = getTensors(grads, int(n), true); err != nil {
-				return err
-			}
-		}
-		opts := autograd.Options{
-			RetainGraph: flags&C.LUCID_RETAIN_GRAPH != 0,
-			CreateGraph: flags&C.LUCID_CREATE_GRAPH != 0,
-			AllowUnused: flags&C.LUCID_ALLOW_UNUSED != 0,
-			Math:        ops.EngineMath(c),
-		}
-		if ninputs >= 0 {
-			if opts.Inputs, err = getTensors(inputs, int(ninputs), false); err != nil {
-				return err
-			}
-		}
-		r, err := autograd.Start(rs, gs, opts)
+		r, err := startRun(roots, grads, n, inputs, ninputs, flags, mode)
 		if err != nil {
 			return err
 		}
 		*run = C.int64_t(handles.put(&backwardRun{run: r}))
+		return nil
+	})
+}
+
+//export lucid_backward_run
+func lucid_backward_run(roots, grads *C.int64_t, n C.int32_t, flags C.int32_t, mode C.int32_t, run *C.int64_t) C.int {
+	return call(func() error {
+		if run == nil {
+			return errs.Valuef("run pointer is NULL")
+		}
+		*run = 0
+		r, err := startRun(roots, grads, n, nil, -1, flags, mode)
+		if err != nil {
+			return err
+		}
+		p, err := r.Next()
+		if err != nil || p == nil {
+			return err
+		}
+		*run = C.int64_t(handles.put(&backwardRun{run: r, pending: p}))
 		return nil
 	})
 }
@@ -545,9 +573,12 @@ func lucid_backward_next(h C.int64_t, function *C.int64_t, grads *C.int64_t, cap
 		if function == nil || ngrads == nil || release == nil {
 			return errs.Valuef("NULL output pointer")
 		}
-		p, err := r.run.Next()
-		if err != nil {
-			return err
+		p := r.pending
+		r.pending = nil
+		if p == nil {
+			if p, err = r.run.Next(); err != nil {
+				return err
+			}
 		}
 		*function, *ngrads, *release = 0, 0, 0
 		if p == nil {
@@ -669,7 +700,7 @@ func lucid_stats(out *C.int64_t, n C.int32_t) C.int {
 		if n > 0 && out == nil {
 			return errs.Valuef("NULL output pointer")
 		}
-		vals := []int64{int64(handles.count()), borrowedCount.Load(), cBytes.Load(), cBlocks.Load()}
+		vals := []int64{int64(handles.count()), borrowedCount.Load(), cBytes.Load(), cBlocks.Load(), dlpackLive()}
 		dst := unsafe.Slice(out, int(n))
 		for i := range dst {
 			if i < len(vals) {

@@ -22,12 +22,15 @@ const (
 	// Promote casts floating inputs to the widest floating dtype among them.
 	// Autocast never produces float64: it stays only if an input is float64.
 	Promote Policy = iota
-	// LowerPrecision casts floating inputs to the autocast dtype.
+	// LowerPrecision casts floating inputs other than float64 to the
+	// autocast dtype (float64 inputs are left alone, as in PyTorch).
 	LowerPrecision
-	// FP32 casts floating inputs (narrower than float64) to float32.
+	// FP32 casts floating inputs other than float64 to float32.
 	FP32
 )
 
+// String returns the policy's name as schemas print it: "Promote",
+// "LowerPrecision" or "FP32".
 func (p Policy) String() string {
 	switch p {
 	case Promote:
@@ -40,10 +43,10 @@ func (p Policy) String() string {
 	return fmt.Sprintf("Policy(%d)", uint8(p))
 }
 
-// State is the autocast state of one call.
+// State is the autocast state of one call. The zero value is autocast off.
 type State struct {
-	Enabled bool
-	Dtype   dtype.Dtype // float16 or bfloat16 when Enabled
+	Enabled bool        // whether autocast applies to the call
+	Dtype   dtype.Dtype // the lower-precision dtype: float16 or bfloat16 when Enabled
 }
 
 // NewState returns an enabled autocast state for dt (float16 or bfloat16).
@@ -63,6 +66,9 @@ func (s State) CastDtype(p Policy, in dtype.Dtype, floats []dtype.Dtype) dtype.D
 	}
 	switch p {
 	case LowerPrecision:
+		if in == dtype.Float64 {
+			return in
+		}
 		return s.Dtype
 	case FP32:
 		if in == dtype.Float64 {

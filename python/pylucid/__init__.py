@@ -15,7 +15,7 @@ from ._lib import ffi as _ffi
 from ._lib import lib as _native
 from . import ops
 from . import autograd
-from .amp import autocast, is_autocast_enabled
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .dtypes import (
     bfloat16,
@@ -31,6 +31,8 @@ from .dtypes import (
     uint8,
 )
 from .tensor import Node, Tensor, from_numpy, tensor, zeros
+from . import dlpack
+from .dlpack import from_dlpack
 
 __version__ = "0.1.0"
 
@@ -51,11 +53,12 @@ def get_num_threads() -> int:
 
 
 def _stats() -> dict[str, int]:
-    """Library counters: live handles, borrowed buffers, C bytes and blocks."""
+    """Library counters: live handles, borrowed buffers, C bytes and blocks,
+    and DLPack exports whose deleter has not run yet."""
     _lib.check_fork()
-    out = _ffi.new("int64_t[]", 4)
-    _check(_native.lucid_stats(out, 4))
-    return {"handles": out[0], "borrowed": out[1], "c_bytes": out[2], "c_blocks": out[3]}
+    out = _ffi.new("int64_t[]", 5)
+    _check(_native.lucid_stats(out, 5))
+    return {"handles": out[0], "borrowed": out[1], "c_bytes": out[2], "c_blocks": out[3], "dlpack": out[4]}
 
 
 def _collect() -> None:
@@ -86,6 +89,7 @@ __all__ = [
     "Node",
     "tensor",
     "from_numpy",
+    "from_dlpack",
     "zeros",
     "ops",
     "autograd",
@@ -96,6 +100,7 @@ __all__ = [
     "is_grad_enabled",
     "autocast",
     "is_autocast_enabled",
+    "get_autocast_dtype",
     "set_num_threads",
     "get_num_threads",
     "dtype",

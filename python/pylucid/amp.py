@@ -1,25 +1,47 @@
 """Automatic mixed precision: ``with pylucid.autocast(dtype=pylucid.float16):``.
 
-Thread-local and nestable. Inside, each op casts its floating inputs by its
-schema's AmpPolicy (SPEC §4): ``minimum``/``maximum`` are PROMOTE, so
-``minimum(f16, f32)`` runs in float32 and ``minimum(f16, f16)`` stays float16.
-Gradients come back in each input's own dtype.
+Autocast is thread-local and nestable; ``autocast(enabled=False)`` switches it
+off inside an enclosing block. Inside, each op casts its floating inputs by the
+AMP policy of its schema (SPEC §4, ``op.schema.amp_policy``):
+
+- ``PROMOTE`` (``minimum``, ``maximum``, ``add``, ``sub``, ``mul``, ``div``,
+  ``neg``, ``sum``, ``mean``): floating inputs are cast to the widest floating
+  dtype among them, so ``minimum(f16, f32)`` runs in float32 and
+  ``minimum(f16, f16)`` stays float16; float16 with bfloat16 gives float32.
+  Autocast never produces float64: it stays only when an input is float64.
+  Python scalars stay weak (``minimum(t_f16, 2.0)`` is float16).
+- ``LOWER_PRECISION``: floating inputs other than float64 are cast to the
+  autocast dtype.
+- ``FP32``: floating inputs other than float64 are cast to float32.
+
+Gradients come back in each input's own dtype. Outside autocast the policies
+have no effect.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar, cast
 import functools
+import threading
+from types import TracebackType
+from typing import Any, Callable, Optional, Type, TypeVar, cast
 
 from ._state import MODE_AUTOCAST, state
-from .dtypes import as_dtype, bfloat16, float16
+from .dtypes import BY_CODE, as_dtype, bfloat16, dtype, float16
+
+__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MASK = MODE_AUTOCAST | (0xFF << 8)
 
 
 class autocast:
-    """Context manager (and decorator) enabling autocast on this thread."""
+    """Context manager (and decorator) that turns autocast on (or, with
+    ``enabled=False``, off) for the current thread.
+
+    ``dtype`` is the lower-precision dtype: ``pylucid.float16`` (default) or
+    ``pylucid.bfloat16`` (names such as ``"bfloat16"`` are accepted too).
+    Blocks nest; leaving one restores the state it found, also on errors.
+    """
 
     def __init__(self, dtype: Any = float16, enabled: bool = True) -> None:
         d = as_dtype(dtype)
@@ -27,19 +49,26 @@ class autocast:
             raise TypeError("autocast dtype must be pylucid.float16 or pylucid.bfloat16, got %r" % (d,))
         self.dtype = d
         self.enabled = bool(enabled)
-        self._prev: list[int] = []
+        self._tls = threading.local()  # saved states, per thread: one object may be entered from many
 
     def __enter__(self) -> "autocast":
-        self._prev.append(state.mode & _MASK)
-        state.mode &= ~_MASK
+        stack: Optional[list[int]] = getattr(self._tls, "stack", None)
+        if stack is None:
+            stack = self._tls.stack = []
+        stack.append(state.mode & _MASK)
+        mode = state.mode & ~_MASK
         if self.enabled:
-            state.mode |= MODE_AUTOCAST | (self.dtype.code << 8)
+            mode |= MODE_AUTOCAST | (self.dtype.code << 8)
+        state.mode = mode
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        state.mode = (state.mode & ~_MASK) | self._prev.pop()
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        state.mode = (state.mode & ~_MASK) | self._tls.stack.pop()
 
     def __call__(self, fn: F) -> F:
+        """Use as a decorator: ``fn`` runs inside this autocast setting."""
+
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             with autocast(self.dtype, self.enabled):
@@ -47,7 +76,17 @@ class autocast:
 
         return cast(F, wrapper)
 
+    def __repr__(self) -> str:
+        return "pylucid.autocast(dtype=%r, enabled=%r)" % (self.dtype, self.enabled)
+
 
 def is_autocast_enabled() -> bool:
     """Whether autocast is on for this thread."""
     return bool(state.mode & MODE_AUTOCAST)
+
+
+def get_autocast_dtype() -> Optional[dtype]:
+    """The autocast dtype in force on this thread, or None when autocast is off."""
+    if not state.mode & MODE_AUTOCAST:
+        return None
+    return BY_CODE[(state.mode >> 8) & 0xFF]

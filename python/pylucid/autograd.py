@@ -97,12 +97,19 @@ def _run(roots: list[Tensor], grads: Optional[list[Optional[Tensor]]], inputs: O
         if len(grads) != n:
             raise RuntimeError("grad_tensors has %d entries but there are %d outputs" % (len(grads), n))
         grad_h = ffi.new("int64_t[]", [0 if g is None else g._h for g in grads])
-    in_h = ffi.new("int64_t[]", [t._h for t in inputs]) if inputs else ffi.NULL
     run = ffi.new("int64_t*")
-    rc = lib.lucid_backward_start(root_h, grad_h, n, in_h, -1 if inputs is None else len(inputs), flags,
-                                  state.mode, run)
-    if rc:
-        raise_status(rc)
+    if inputs is None:
+        # backward(): one call runs the whole graph unless it meets a Python Function.
+        rc = lib.lucid_backward_run(root_h, grad_h, n, flags, state.mode, run)
+        if rc:
+            raise_status(rc)
+        if run[0] == 0:
+            return []
+    else:
+        in_h = ffi.new("int64_t[]", [t._h for t in inputs]) if inputs else ffi.NULL
+        rc = lib.lucid_backward_start(root_h, grad_h, n, in_h, len(inputs), flags, state.mode, run)
+        if rc:
+            raise_status(rc)
     try:
         fid = ffi.new("int64_t*")
         cap = 64

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from typing import Any, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -42,8 +42,27 @@ _drain_count = ffi.new("int32_t*")
 functions: dict[int, Any] = {}
 
 
+class Releaser:
+    """The owner of a borrowed buffer that must be told when the library is
+    done with it (a DLPack producer's deleter): put one in ``_borrowed``
+    under the token and :func:`drain` calls ``fn`` exactly once, after the
+    token comes back."""
+
+    __slots__ = ("_fn", "__weakref__")
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self._fn: Optional[Callable[[], None]] = fn
+
+    def release(self) -> None:
+        """Calls the callback unless it already ran."""
+        fn, self._fn = self._fn, None
+        if fn is not None:
+            fn()
+
+
 def drain() -> None:
     """Forgets buffers and functions the native library no longer uses."""
+    done: list[Releaser] = []
     with _drain_lock:
         for queue, table in ((0, _borrowed), (1, functions)):
             while True:
@@ -52,9 +71,13 @@ def drain() -> None:
                     raise_status(rc)
                 n = _drain_count[0]
                 for i in range(n):
-                    table.pop(_drain_buf[i], None)
+                    obj = table.pop(_drain_buf[i], None)
+                    if type(obj) is Releaser:
+                        done.append(obj)
                 if n < 256:
                     break
+    for r in done:  # outside the lock: a producer's deleter may run arbitrary code
+        r.release()
 
 
 def _wrap(info: Any) -> "Tensor":
@@ -312,13 +335,11 @@ class Tensor:
         t._h = 0
 
     def __del__(self) -> None:
-        h = self._h
-        if h:
-            try:
-                if not _lib._forked:
-                    lib.lucid_release(h)
-            except Exception:  # interpreter shutdown
-                pass
+        try:
+            if self._h and not _lib._forked:
+                _lucid_release(self._h)
+        except Exception:  # a half-built object, or interpreter shutdown
+            pass
 
     # ---- metadata ----
     @property
@@ -531,18 +552,58 @@ class Tensor:
 
     __array_priority__ = 1000  # NumPy defers `ndarray op Tensor` to us
 
+    # ---- DLPack (python/pylucid/dlpack.py) ----
+    def __dlpack__(self, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
+                   dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
+        """A DLPack capsule sharing this tensor's memory (the Python array
+        API's protocol): ``"dltensor_versioned"`` when the consumer asks for
+        ``max_version >= (1, 0)``, else the legacy ``"dltensor"``."""
+        from .dlpack import to_dlpack
+
+        return to_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        """``(kDLCPU, 0)``: pylucid tensors live in host memory."""
+        return (1, 0)
+
 
 def binary(op: int, a: Any, b: Any) -> Tensor:
-    """One C call: op(a, b) with promotion, broadcasting and autograd."""
+    """One C call: op(a, b) with promotion, broadcasting and autograd.
+
+    This is the hot path of every op call, written for speed: the info
+    struct is per thread, and the result's metadata is read straight from it.
+    """
     if _lib._forked:
         _lib.check_fork()
     ta = a if type(a) is Tensor else as_tensor(a)
     tb = b if type(b) is Tensor else as_tensor(b)
-    info = _info()
-    rc = lib.lucid_binary(op, ta._h, tb._h, state.mode, info)
+    try:
+        info = _tls.info
+    except AttributeError:
+        info = _info()
+    rc = _lucid_binary(op, ta._h, tb._h, state.mode, info)
     if rc:
         raise_status(rc)
-    return _wrap(info)
+    t = _new_tensor(Tensor)
+    t._h = info.handle
+    t._dtype = BY_CODE[info.dtype]
+    nd = info.ndim
+    if nd == 0:
+        t._shape = ()
+    elif nd == 1:
+        t._shape = (info.shape[0],)
+    else:
+        t._shape = tuple(_unpack(info.shape, nd))
+    t._rg = info.requires_grad == 1
+    if info.pending:
+        drain()
+    return t
+
+
+_lucid_binary = lib.lucid_binary
+_lucid_release = lib.lucid_release
+_new_tensor = object.__new__
+_unpack = ffi.unpack
 
 
 def reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool) -> Tensor:

@@ -194,11 +194,10 @@ const MinParallel = 1 << 18
 func flatSegs(ts []*tensor.Tensor, start, end int, k func(*seg)) {
 	var s seg
 	for o, t := range ts {
-		sz := t.Dtype().Size()
-		if t.Numel() == 1 && end > 1 {
+		if isBroadcastScalar(t) {
 			s.s[o] = 0
 		} else {
-			s.s[o] = sz
+			s.s[o] = t.Dtype().Size()
 		}
 		s.p[o] = t.DataPointer()
 	}
@@ -213,10 +212,21 @@ func flatSegs(ts []*tensor.Tensor, start, end int, k func(*seg)) {
 }
 
 // isFlat reports whether every operand is contiguous with ts[0]'s element
-// count or holds a single element.
+// count or is one element seen everywhere (a 0-d value broadcast).
 func isFlat(n int, ts []*tensor.Tensor) bool {
 	for _, t := range ts {
-		if m := t.Numel(); m != 1 && (m != n || !t.IsContiguous()) {
+		if !isBroadcastScalar(t) && (t.Numel() != n || !t.IsContiguous()) {
+			return false
+		}
+	}
+	return true
+}
+
+// isBroadcastScalar reports whether every element of t is the same memory
+// (all strides zero, or a single element).
+func isBroadcastScalar(t *tensor.Tensor) bool {
+	for i, st := range t.StridesRef() {
+		if st != 0 && t.ShapeRef()[i] != 1 {
 			return false
 		}
 	}

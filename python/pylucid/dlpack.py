@@ -1,0 +1,292 @@
+"""DLPack: zero-copy exchange with NumPy, PyTorch, JAX and every library that
+speaks the Python array API's ``__dlpack__`` protocol.
+
+Export: ``Tensor.__dlpack__`` asks the native library for a managed tensor
+(``lucid_dlpack_export``: C memory holding its own reference to the tensor)
+and wraps it in a PyCapsule named ``"dltensor_versioned"`` (DLPack 1.0,
+``DLManagedTensorVersioned``) when the consumer passes ``max_version >= (1, 0)``,
+else ``"dltensor"`` (the legacy ``DLManagedTensor``). A consumer renames the
+capsule to ``"used_..."`` and calls the deleter when it is done; a capsule that
+is never consumed calls the deleter itself when it is garbage collected. Either
+way the deleter runs exactly once.
+
+Import: :func:`from_dlpack` takes the producer's capsule, renames it (it is
+then ours), and lends the memory to the library with ``lucid_tensor_borrow``
+(any strides, ``byte_offset`` honoured). The producer's deleter, which keeps
+the producer's memory alive until it runs, is called exactly once, when the
+library hands the borrow token back (``tensor.drain``).
+
+Only CPU memory is exchanged; other devices raise ``BufferError``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+from typing import Any, Optional, Tuple, Union
+
+from . import _lib
+from ._lib import ffi, lib, raise_status
+from .dtypes import ALL, bfloat16, bool_, dtype, float16, float32, float64, int8, int16, int32, int64, uint8
+from .tensor import Releaser, Tensor, _borrowed, _copy, _info, _tokens, _wrap
+
+__all__ = ["from_dlpack", "to_dlpack", "DLPACK_VERSION", "KDL_CPU"]
+
+#: The DLPack version pylucid produces (and the newest major it reads).
+DLPACK_VERSION: Tuple[int, int] = (1, 0)
+#: DLDeviceType of host memory.
+KDL_CPU = 1
+
+_FLAG_READ_ONLY = 1
+
+_VERSIONED = b"dltensor_versioned"
+_LEGACY = b"dltensor"
+_USED_VERSIONED = b"used_dltensor_versioned"
+_USED_LEGACY = b"used_dltensor"
+
+# DLPack (code, bits) of each dtype, and back.
+_KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_BFLOAT, _KDL_BOOL = 0, 1, 2, 4, 6
+_FROM_DL: dict[Tuple[int, int], dtype] = {
+    (_KDL_BOOL, 8): bool_,
+    (_KDL_UINT, 8): uint8,
+    (_KDL_INT, 8): int8,
+    (_KDL_INT, 16): int16,
+    (_KDL_INT, 32): int32,
+    (_KDL_INT, 64): int64,
+    (_KDL_FLOAT, 16): float16,
+    (_KDL_BFLOAT, 16): bfloat16,
+    (_KDL_FLOAT, 32): float32,
+    (_KDL_FLOAT, 64): float64,
+}
+_CODE_NAMES = {0: "int", 1: "uint", 2: "float", 3: "opaque handle", 4: "bfloat", 5: "complex", 6: "bool"}
+_DEVICE_NAMES = {1: "kDLCPU", 2: "kDLCUDA", 3: "kDLCUDAHost", 4: "kDLOpenCL", 7: "kDLVulkan", 8: "kDLMetal",
+                 10: "kDLROCM", 13: "kDLCUDAManaged", 14: "kDLOneAPI"}
+
+
+# ---- the CPython capsule API, through ctypes ----
+
+def _capi(name: str, restype: Any, argtypes: list[Any]) -> Any:
+    # pythonapi[name] is a fresh function object: setting its argtypes here
+    # cannot disturb another library that uses ctypes.pythonapi.<name>.
+    f = ctypes.pythonapi[name]
+    f.restype = restype
+    f.argtypes = argtypes
+    return f
+
+
+_capsule_new = _capi("PyCapsule_New", ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p])
+_capsule_is_valid = _capi("PyCapsule_IsValid", ctypes.c_int, [ctypes.py_object, ctypes.c_char_p])
+_capsule_get_pointer = _capi("PyCapsule_GetPointer", ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p])
+_capsule_set_name = _capi("PyCapsule_SetName", ctypes.c_int, [ctypes.py_object, ctypes.c_char_p])
+# The destructor gets a capsule whose reference count is already zero: it
+# must see it as a raw pointer, never as a Python object.
+_raw_is_valid = _capi("PyCapsule_IsValid", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p])
+_raw_get_pointer = _capi("PyCapsule_GetPointer", ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p])
+
+
+def _call_deleter(ptr: int, versioned: bool) -> None:
+    """Calls the deleter of the managed tensor at ptr (it frees the struct)."""
+    m = ffi.cast("DLManagedTensorVersioned *" if versioned else "DLManagedTensor *", ptr)
+    if m.deleter != ffi.NULL:
+        m.deleter(m)
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _capsule_destructor(capsule: Optional[int]) -> None:
+    # Runs when a capsule we produced is collected. A consumer renamed it to
+    # "used_..." and owns the managed tensor; otherwise nobody took it and we
+    # delete it here (DLPack: the producer's capsule destructor does that).
+    try:
+        for name, versioned in ((_VERSIONED, True), (_LEGACY, False)):
+            if _raw_is_valid(capsule, name):
+                ptr = _raw_get_pointer(capsule, name)
+                if ptr:
+                    _call_deleter(ptr, versioned)
+                return
+    except BaseException:  # nothing may propagate out of a capsule destructor
+        pass
+
+
+_DESTRUCTOR_PTR = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
+
+
+def _is_capsule(x: Any) -> bool:
+    return type(x).__name__ == "PyCapsule"
+
+
+# ---- export ----
+
+
+def to_dlpack(t: Tensor, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
+              dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
+    """A DLPack capsule sharing ``t``'s memory: ``Tensor.__dlpack__``.
+
+    ``max_version``: the newest DLPack version the consumer reads; with a
+    major version of 1 or more the capsule is ``"dltensor_versioned"``
+    (read-only memory is flagged), else the legacy ``"dltensor"``.
+    ``dl_device``: must be the CPU, ``(1, 0)``, when given. ``copy=True``
+    exports a private copy (flagged as copied); ``False`` and ``None`` never
+    copy. ``stream`` must be None: the CPU has no streams.
+
+    Raises ``BufferError`` when the export is impossible (another device, a
+    stream, read-only memory for a legacy consumer) and ``RuntimeError`` for a
+    tensor that requires grad (use ``t.detach()``).
+    """
+    _lib.check_fork()
+    if stream is not None:
+        raise BufferError("pylucid tensors live on the CPU, which has no streams: stream must be None, got %r"
+                          % (stream,))
+    if dl_device is not None and (int(dl_device[0]), int(dl_device[1])) != (KDL_CPU, 0):
+        raise BufferError("pylucid tensors live on the CPU (device (1, 0)); cannot export to device %r"
+                          % (tuple(dl_device),))
+    if t.requires_grad:
+        raise RuntimeError("Can't export a Tensor that requires grad with DLPack. Use tensor.detach() first.")
+    versioned = max_version is not None and int(max_version[0]) >= 1
+    src = _copy(t) if copy else t
+    out = ffi.new("void **")
+    rc = lib.lucid_dlpack_export(src._h, 1 if versioned else 0, 1 if copy else 0, out)
+    if rc:
+        raise BufferError(_lib.error_message())
+    ptr = int(ffi.cast("uintptr_t", out[0]))
+    try:
+        return _capsule_new(ptr, _VERSIONED if versioned else _LEGACY, _DESTRUCTOR_PTR)
+    except BaseException:
+        _call_deleter(ptr, versioned)
+        raise
+
+
+# ---- import ----
+
+
+def _dtype_of(code: int, bits: int, lanes: int) -> dtype:
+    found = _FROM_DL.get((code, bits))
+    if found is None or lanes != 1:
+        kind = "%s%d" % (_CODE_NAMES.get(code, "code %d " % code), bits)
+        if lanes != 1:
+            kind += "x%d" % lanes
+        raise TypeError("pylucid.from_dlpack: DLPack dtype %s is not supported; supported: %s"
+                        % (kind, ", ".join(d.name for d in ALL)))
+    return found
+
+
+def _device_name(device_type: int) -> str:
+    return _DEVICE_NAMES.get(device_type, "device type %d" % device_type)
+
+
+def _check_device(device_type: int, device_id: int) -> None:
+    if device_type != KDL_CPU:
+        raise BufferError(
+            "pylucid.from_dlpack: only CPU memory can be shared, but the tensor is on %s (%d, %d); "
+            "move it to the CPU first (e.g. x.cpu() in PyTorch, jax.device_put(x, jax.devices('cpu')[0]))"
+            % (_device_name(device_type), device_type, device_id)
+        )
+
+
+def _borrow(dl: Any, readonly: bool, owner: Releaser) -> Tensor:
+    """Lends the DLTensor's memory to the library; owner is released when the
+    library hands the token back."""
+    _check_device(int(dl.device.device_type), int(dl.device.device_id))
+    dt = _dtype_of(int(dl.dtype.code), int(dl.dtype.bits), int(dl.dtype.lanes))
+    nd = int(dl.ndim)
+    if not 0 <= nd <= 64:
+        raise ValueError("pylucid.from_dlpack: %d dims; at most 64 are supported" % nd)
+    shape = [int(d) for d in ffi.unpack(dl.shape, nd)] if nd else []
+    if nd and dl.strides != ffi.NULL:
+        strides = [int(s) for s in ffi.unpack(dl.strides, nd)]
+    else:  # NULL strides: row-major contiguous
+        strides, acc = [0] * nd, 1
+        for i in range(nd - 1, -1, -1):
+            strides[i] = acc
+            acc *= shape[i]
+    isz = dt.itemsize
+    data = int(ffi.cast("uintptr_t", dl.data)) + int(dl.byte_offset)
+    base, offset, span = data, 0, 0
+    if math.prod(shape):
+        lo = hi = 0
+        for n, s in zip(shape, strides):
+            if s < 0:
+                lo += (n - 1) * s
+            else:
+                hi += (n - 1) * s
+        base, offset, span = data + lo * isz, -lo, (hi - lo + 1) * isz
+    token = next(_tokens)
+    _borrowed[token] = owner
+    info = _info()
+    rc = lib.lucid_tensor_borrow(ffi.cast("void *", base), span, dt.code, nd, shape, strides, offset,
+                                 1 if readonly else 0, token, info)
+    if rc:
+        _borrowed.pop(token, None)
+        raise_status(rc)
+    return _wrap(info)
+
+
+def _consume(capsule: Any) -> Tensor:
+    """Takes ownership of a DLPack capsule and wraps its memory."""
+    if _capsule_is_valid(capsule, _VERSIONED):
+        versioned = True
+    elif _capsule_is_valid(capsule, _LEGACY):
+        versioned = False
+    elif _capsule_is_valid(capsule, _USED_VERSIONED) or _capsule_is_valid(capsule, _USED_LEGACY):
+        raise BufferError("pylucid.from_dlpack: this DLPack capsule was already consumed; "
+                          "call __dlpack__() again for a new one")
+    else:
+        raise TypeError("pylucid.from_dlpack: not a DLPack capsule")
+    ptr = _capsule_get_pointer(capsule, _VERSIONED if versioned else _LEGACY)
+    if not ptr:
+        raise BufferError("pylucid.from_dlpack: the DLPack capsule holds a NULL tensor")
+    if _capsule_set_name(capsule, _USED_VERSIONED if versioned else _USED_LEGACY):
+        raise BufferError("pylucid.from_dlpack: could not take ownership of the DLPack capsule")
+    # From here on the managed tensor is ours: its deleter runs exactly once,
+    # through the owner, whatever happens next.
+    owner = Releaser(functools.partial(_call_deleter, ptr, versioned))
+    try:
+        if versioned:
+            m = ffi.cast("DLManagedTensorVersioned *", ptr)
+            if m.version.major != DLPACK_VERSION[0]:
+                raise BufferError("pylucid.from_dlpack: the producer sent DLPack %d.%d; pylucid reads %d.x"
+                                  % (m.version.major, m.version.minor, DLPACK_VERSION[0]))
+            return _borrow(m.dl_tensor, bool(m.flags & _FLAG_READ_ONLY), owner)
+        legacy = ffi.cast("DLManagedTensor *", ptr)
+        return _borrow(legacy.dl_tensor, False, owner)
+    except BaseException:
+        owner.release()  # idempotent: a token already handed out releases nothing twice
+        raise
+
+
+Device = Union[None, str, Tuple[int, int]]
+
+
+def from_dlpack(x: Any, *, device: Device = None, copy: Optional[bool] = None) -> Tensor:
+    """A tensor sharing the memory of ``x``, any object with ``__dlpack__``
+    (a NumPy array, a PyTorch tensor, a JAX array, a pylucid Tensor, …) or a
+    DLPack capsule; any strides.
+
+    The producer's memory stays alive as long as the tensor needs it and is
+    released exactly once afterwards. ``copy=True`` returns a private copy
+    instead; ``copy=False`` and ``None`` share (pylucid never needs to copy).
+    ``device`` may only be the CPU (``"cpu"`` or ``(1, 0)``). Memory on another
+    device raises ``BufferError``; unsupported dtypes raise ``TypeError``.
+    The result does not require grad.
+    """
+    _lib.check_fork()
+    if device is not None and device != "cpu" and tuple(device) != (KDL_CPU, 0):
+        raise BufferError("pylucid.from_dlpack: pylucid tensors live on the CPU; device=%r is not supported"
+                          % (device,))
+    if _is_capsule(x):
+        capsule = x
+    else:
+        get_device = getattr(x, "__dlpack_device__", None)
+        export = getattr(x, "__dlpack__", None)
+        if export is None:
+            raise TypeError("pylucid.from_dlpack expects an object with __dlpack__ (a NumPy array, a PyTorch "
+                            "tensor, a JAX array, ...) or a DLPack capsule, got %s" % type(x).__name__)
+        if get_device is not None:
+            dev_type, dev_id = get_device()
+            _check_device(int(dev_type), int(dev_id))
+        try:
+            capsule = export(max_version=DLPACK_VERSION)
+        except TypeError:  # a producer older than DLPack 1.0 takes no keywords
+            capsule = export()
+    t = _consume(capsule)
+    return _copy(t) if copy else t
