@@ -176,6 +176,18 @@ func (b *Backend) withMask(mf maskFunc, ia, ib int, fast func(*seg) int, k func(
 // work on a small tensor.
 var maskBufs = sync.Pool{New: func() any { return new([maxSeg]bool) }}
 
+// halfNaNLimit is the largest magnitude bit pattern (bits & 0x7fff) that is
+// not NaN, for the half-precision SIMD paths (0: not a half dtype).
+func halfNaNLimit(dt dtype.Dtype) int16 {
+	switch dt {
+	case dtype.Float16:
+		return 0x7c00
+	case dtype.BFloat16:
+		return 0x7f80
+	}
+	return 0
+}
+
 // simdSize is the element size the SIMD paths handle for dt (0: none).
 func simdSize(dt dtype.Dtype) int {
 	switch dt {
@@ -204,9 +216,11 @@ func (b *Backend) Route(op backend.BinaryOp, ga, gb, a, bb, g *tensor.Tensor) er
 	}
 	route := bitsFor(g.Dtype()).route
 	var fast func(*seg) int
+	mx := op == backend.Maximum
 	if sz := simdSize(g.Dtype()); sz != 0 && a.Dtype() == g.Dtype() {
-		mx := op == backend.Maximum
 		fast = func(s *seg) int { return simdRoute(s, sz, mx) }
+	} else if lim := halfNaNLimit(g.Dtype()); lim != 0 && a.Dtype() == g.Dtype() {
+		fast = func(s *seg) int { return simdRouteHalf(s, lim, mx) }
 	}
 	b.withMask(mf, 2, 3, fast, route, ga, gb, a, bb, g)
 	return nil
@@ -372,9 +386,11 @@ func (b *Backend) Binary(op backend.BinaryOp, out, a, bb *tensor.Tensor) error {
 		}
 		sel := bitsFor(out.Dtype()).sel
 		var fast func(*seg) int
+		mx := op == backend.Maximum
 		if sz := simdSize(out.Dtype()); sz != 0 {
-			mx := op == backend.Maximum
 			fast = func(s *seg) int { return simdSelect(s, sz, mx, 0, 1, 2) }
+		} else if lim := halfNaNLimit(out.Dtype()); lim != 0 {
+			fast = func(s *seg) int { return simdSelectHalf(s, lim, mx, 0, 1, 2) }
 		}
 		b.withMask(mf, 1, 2, fast, func(m []bool, s *seg) { sel(m, s, 0, 1, 2) }, out, a, bb)
 		return nil
@@ -617,7 +633,11 @@ func (b *Backend) Sum(out, a *tensor.Tensor) error {
 		sumAll(b, out, a, loadAs[float32, float32], nz32, storeF32, simdLanes32)
 	case dtype.Float16, dtype.BFloat16:
 		c, _ := codecFor(dt)
-		sumAll(b, out, a, func(p unsafe.Pointer) float32 { return c.widen(*(*uint16)(p)) }, nz32, storeF32, nil)
+		fast := simdLanesF16
+		if dt == dtype.BFloat16 {
+			fast = simdLanesBF16
+		}
+		sumAll(b, out, a, func(p unsafe.Pointer) float32 { return c.widen(*(*uint16)(p)) }, nz32, storeF32, fast)
 	case dtype.Float64:
 		sumAll(b, out, a, loadAs[float64, float64], nz64, storeF64, simdLanes64)
 	case dtype.Bool, dtype.Uint8:

@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"math"
 	"simd/archsimd"
 	"unsafe"
 )
@@ -180,4 +181,140 @@ func simdLanes64(lanes *[8]float64, p unsafe.Pointer, n int) (done int) {
 	lo.Store((*[4]float64)(lanes[0:4]))
 	hi.Store((*[4]float64)(lanes[4:8]))
 	return i
+}
+
+// ---- float16 and bfloat16 ----
+//
+// Selection needs no conversion: with m = bits & 0x7fff, the int16 key
+// (sign ? -m : m) orders half values like the numbers they encode, with
+// -0 and +0 equal; m > lim (0x7c00 for float16, 0x7f80 for bfloat16) is NaN.
+
+func halfKeys(x archsimd.Int16x16) (key, mag archsimd.Int16x16) {
+	mag = x.And(archsimd.BroadcastInt16x16(0x7fff))
+	s := x.ShiftAllRight(15) // 0 or -1
+	return mag.Xor(s).Sub(s), mag
+}
+
+// bWinsHalf is the SPEC §1 selection mask for b: a is not NaN, and b is
+// strictly better or NaN.
+func bWinsHalf(xa, xb, lim archsimd.Int16x16, maximum bool) archsimd.Mask16x16 {
+	ka, ma := halfKeys(xa)
+	kb, mb := halfKeys(xb)
+	strict := ka.Greater(kb)
+	if maximum {
+		strict = kb.Greater(ka)
+	}
+	notNaNA := lim.Add(archsimd.BroadcastInt16x16(1)).Greater(ma)
+	return notNaNA.And(strict.Or(mb.Greater(lim)))
+}
+
+func i16s(p unsafe.Pointer, n, u int) []int16 {
+	if u == 0 {
+		n = 1
+	}
+	return unsafe.Slice((*int16)(p), n)
+}
+
+func load16(s []int16, i, u int) archsimd.Int16x16 {
+	if u == 0 {
+		return archsimd.BroadcastInt16x16(s[0])
+	}
+	return archsimd.LoadInt16x16Slice(s[i:])
+}
+
+// simdSelectHalf is simdSelect for float16/bfloat16 (NaN threshold lim).
+func simdSelectHalf(s *seg, lim int16, maximum bool, io, ia, ib int) (done int) {
+	if !haveAVX2 || s.s[io] != 2 {
+		return 0
+	}
+	ua, ub := unit(s.s[ia], 2), unit(s.s[ib], 2)
+	if ua < 0 || ub < 0 {
+		return 0
+	}
+	n := s.n
+	o, a, b := i16s(s.p[io], n, 1), i16s(s.p[ia], n, ua), i16s(s.p[ib], n, ub)
+	l := archsimd.BroadcastInt16x16(lim)
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		x, y := load16(a, i, ua), load16(b, i, ub)
+		y.Merge(x, bWinsHalf(x, y, l, maximum)).StoreSlice(o[i:])
+	}
+	return i
+}
+
+// simdRouteHalf is simdRoute for float16/bfloat16.
+func simdRouteHalf(s *seg, lim int16, maximum bool) (done int) {
+	if !haveAVX2 || s.s[0] != 2 || s.s[1] != 2 {
+		return 0
+	}
+	ua, ub, ug := unit(s.s[2], 2), unit(s.s[3], 2), unit(s.s[4], 2)
+	if ua < 0 || ub < 0 || ug < 0 {
+		return 0
+	}
+	n := s.n
+	ga, gb := i16s(s.p[0], n, 1), i16s(s.p[1], n, 1)
+	a, b, g := i16s(s.p[2], n, ua), i16s(s.p[3], n, ub), i16s(s.p[4], n, ug)
+	l := archsimd.BroadcastInt16x16(lim)
+	var zero archsimd.Int16x16
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		x, y, gv := load16(a, i, ua), load16(b, i, ub), load16(g, i, ug)
+		bw := bWinsHalf(x, y, l, maximum)
+		zero.Merge(gv, bw).StoreSlice(ga[i:])
+		gv.Merge(zero, bw).StoreSlice(gb[i:])
+	}
+	return i
+}
+
+var (
+	two112    = archsimd.BroadcastFloat32x8(math.Float32frombits((127 + 112) << 23))
+	u32x7fff  = archsimd.BroadcastUint32x8(0x7fff)
+	u32x8000  = archsimd.BroadcastUint32x8(0x8000)
+	u32x7bff  = archsimd.BroadcastUint32x8(0x7bff)
+	u32x7c00  = archsimd.BroadcastUint32x8(0x7c00)
+	u32x7f80  = archsimd.BroadcastUint32x8(0x7f80)
+	u32expAll = archsimd.BroadcastUint32x8(0x7f800000)
+	u32quiet  = archsimd.BroadcastUint32x8(0x00400000)
+)
+
+// widenF16 converts 8 float16 bit patterns to float32 exactly, as
+// dtype.Float16ToFloat32 does (NaN quietened, payload kept).
+func widenF16(h archsimd.Uint32x8) archsimd.Float32x8 {
+	em := h.And(u32x7fff)
+	sign := h.And(u32x8000).ShiftAllLeft(16)
+	finite := em.ShiftAllLeft(13).AsFloat32x8().Mul(two112).AsUint32x8() // normals and subnormals
+	special := em.ShiftAllLeft(13).Or(u32expAll)
+	special = special.Or(u32quiet).Merge(special, em.Greater(u32x7c00))
+	return special.Merge(finite, em.Greater(u32x7bff)).Or(sign).AsFloat32x8()
+}
+
+// widenBF16 converts 8 bfloat16 bit patterns to float32, as
+// dtype.BFloat16ToFloat32 does (NaN quietened).
+func widenBF16(h archsimd.Uint32x8) archsimd.Float32x8 {
+	w := h.ShiftAllLeft(16)
+	return w.Or(u32quiet).Merge(w, h.And(u32x7fff).Greater(u32x7f80)).AsFloat32x8()
+}
+
+func simdLanesHalf(lanes *[8]float32, p unsafe.Pointer, n int, widen func(archsimd.Uint32x8) archsimd.Float32x8) (done int) {
+	if !haveAVX2 {
+		return 0
+	}
+	x := unsafe.Slice((*uint16)(p), n)
+	acc := archsimd.LoadFloat32x8(lanes)
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		acc = acc.Add(widen(archsimd.LoadUint16x8Slice(x[i:]).ExtendToUint32()))
+	}
+	acc.Store(lanes)
+	return i
+}
+
+// simdLanesF16 adds n contiguous float16s to the summation lanes (see simdLanes32).
+func simdLanesF16(lanes *[8]float32, p unsafe.Pointer, n int) int {
+	return simdLanesHalf(lanes, p, n, widenF16)
+}
+
+// simdLanesBF16 adds n contiguous bfloat16s to the summation lanes.
+func simdLanesBF16(lanes *[8]float32, p unsafe.Pointer, n int) int {
+	return simdLanesHalf(lanes, p, n, widenBF16)
 }

@@ -14,3 +14,8 @@ func simdSelect(*seg, int, bool, int, int, int) int    { return 0 }
 func simdRoute(*seg, int, bool) int                    { return 0 }
 func simdLanes32(*[8]float32, unsafe.Pointer, int) int { return 0 }
 func simdLanes64(*[8]float64, unsafe.Pointer, int) int { return 0 }
+
+func simdSelectHalf(*seg, int16, bool, int, int, int) int { return 0 }
+func simdRouteHalf(*seg, int16, bool) int                 { return 0 }
+func simdLanesF16(*[8]float32, unsafe.Pointer, int) int   { return 0 }
+func simdLanesBF16(*[8]float32, unsafe.Pointer, int) int  { return 0 }
