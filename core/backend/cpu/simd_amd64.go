@@ -31,18 +31,12 @@ func unit(stride, sz int) int {
 	return -1
 }
 
-func f32s(p unsafe.Pointer, n, u int) []float32 {
+// elems views an operand's n elements (one when it is broadcast, u == 0).
+func elems[T any](p unsafe.Pointer, n, u int) []T {
 	if u == 0 {
 		n = 1
 	}
-	return unsafe.Slice((*float32)(p), n)
-}
-
-func f64s(p unsafe.Pointer, n, u int) []float64 {
-	if u == 0 {
-		n = 1
-	}
-	return unsafe.Slice((*float64)(p), n)
+	return unsafe.Slice((*T)(p), n)
 }
 
 func load32(s []float32, i, u int) archsimd.Float32x8 {
@@ -94,7 +88,7 @@ func simdSelect(s *seg, sz int, maximum bool, io, ia, ib int) (done int) {
 	}
 	n := s.n
 	if sz == 4 {
-		o, a, b := f32s(s.p[io], n, 1), f32s(s.p[ia], n, ua), f32s(s.p[ib], n, ub)
+		o, a, b := elems[float32](s.p[io], n, 1), elems[float32](s.p[ia], n, ua), elems[float32](s.p[ib], n, ub)
 		i := 0
 		for ; i+8 <= n; i += 8 {
 			x, y := load32(a, i, ua), load32(b, i, ub)
@@ -102,7 +96,7 @@ func simdSelect(s *seg, sz int, maximum bool, io, ia, ib int) (done int) {
 		}
 		return i
 	}
-	o, a, b := f64s(s.p[io], n, 1), f64s(s.p[ia], n, ua), f64s(s.p[ib], n, ub)
+	o, a, b := elems[float64](s.p[io], n, 1), elems[float64](s.p[ia], n, ua), elems[float64](s.p[ib], n, ub)
 	i := 0
 	for ; i+4 <= n; i += 4 {
 		x, y := load64(a, i, ua), load64(b, i, ub)
@@ -123,8 +117,8 @@ func simdRoute(s *seg, sz int, maximum bool) (done int) {
 	}
 	n := s.n
 	if sz == 4 {
-		ga, gb := f32s(s.p[0], n, 1), f32s(s.p[1], n, 1)
-		a, b, g := f32s(s.p[2], n, ua), f32s(s.p[3], n, ub), f32s(s.p[4], n, ug)
+		ga, gb := elems[float32](s.p[0], n, 1), elems[float32](s.p[1], n, 1)
+		a, b, g := elems[float32](s.p[2], n, ua), elems[float32](s.p[3], n, ub), elems[float32](s.p[4], n, ug)
 		var zero archsimd.Float32x8
 		i := 0
 		for ; i+8 <= n; i += 8 {
@@ -135,8 +129,8 @@ func simdRoute(s *seg, sz int, maximum bool) (done int) {
 		}
 		return i
 	}
-	ga, gb := f64s(s.p[0], n, 1), f64s(s.p[1], n, 1)
-	a, b, g := f64s(s.p[2], n, ua), f64s(s.p[3], n, ub), f64s(s.p[4], n, ug)
+	ga, gb := elems[float64](s.p[0], n, 1), elems[float64](s.p[1], n, 1)
+	a, b, g := elems[float64](s.p[2], n, ua), elems[float64](s.p[3], n, ub), elems[float64](s.p[4], n, ug)
 	var zero archsimd.Float64x4
 	i := 0
 	for ; i+4 <= n; i += 4 {
@@ -208,13 +202,6 @@ func bWinsHalf(xa, xb, lim archsimd.Int16x16, maximum bool) archsimd.Mask16x16 {
 	return notNaNA.And(strict.Or(mb.Greater(lim)))
 }
 
-func i16s(p unsafe.Pointer, n, u int) []int16 {
-	if u == 0 {
-		n = 1
-	}
-	return unsafe.Slice((*int16)(p), n)
-}
-
 func load16(s []int16, i, u int) archsimd.Int16x16 {
 	if u == 0 {
 		return archsimd.BroadcastInt16x16(s[0])
@@ -232,7 +219,7 @@ func simdSelectHalf(s *seg, lim int16, maximum bool, io, ia, ib int) (done int) 
 		return 0
 	}
 	n := s.n
-	o, a, b := i16s(s.p[io], n, 1), i16s(s.p[ia], n, ua), i16s(s.p[ib], n, ub)
+	o, a, b := elems[int16](s.p[io], n, 1), elems[int16](s.p[ia], n, ua), elems[int16](s.p[ib], n, ub)
 	l := archsimd.BroadcastInt16x16(lim)
 	i := 0
 	for ; i+16 <= n; i += 16 {
@@ -252,8 +239,8 @@ func simdRouteHalf(s *seg, lim int16, maximum bool) (done int) {
 		return 0
 	}
 	n := s.n
-	ga, gb := i16s(s.p[0], n, 1), i16s(s.p[1], n, 1)
-	a, b, g := i16s(s.p[2], n, ua), i16s(s.p[3], n, ub), i16s(s.p[4], n, ug)
+	ga, gb := elems[int16](s.p[0], n, 1), elems[int16](s.p[1], n, 1)
+	a, b, g := elems[int16](s.p[2], n, ua), elems[int16](s.p[3], n, ub), elems[int16](s.p[4], n, ug)
 	l := archsimd.BroadcastInt16x16(lim)
 	var zero archsimd.Int16x16
 	i := 0
