@@ -8,6 +8,8 @@ reference count come back to where they started.
 
 import ctypes
 import gc
+import os
+import subprocess
 import sys
 
 import numpy as np
@@ -403,3 +405,44 @@ def test_torch_dtypes_and_release():
     assert pylucid._stats()["dlpack"] == live0 + 1
     del z
     assert counters()[:2] == (h0, live0)
+
+
+# ---- fork ----
+
+FORK_SCRIPT = r"""
+import gc, os, sys
+import numpy as np
+import pylucid
+
+t = pylucid.tensor([1.0, 2.0]) * 1
+c = t.__dlpack__()                      # never consumed
+arr = np.from_dlpack(t)                 # NumPy holds an export
+u = pylucid.from_dlpack(np.arange(3.0))
+pid = os.fork()
+if pid == 0:
+    code = 0
+    for name, f in (("export", lambda: t.__dlpack__()), ("import", lambda: pylucid.from_dlpack(np.ones(2)))):
+        try:
+            f()
+            print("child: %s did not raise" % name, flush=True)
+            code = 2
+        except RuntimeError as e:
+            if "spawn" not in str(e):
+                code = 3
+    del c, arr, u, t  # deleters run here: they must not call into the dead Go runtime
+    gc.collect()
+    sys.exit(code)
+_, status = os.waitpid(pid, 0)
+print("CHILD_EXIT", os.waitstatus_to_exitcode(status), flush=True)
+del c, arr
+gc.collect()
+print("PARENT_LIVE", pylucid._stats()["dlpack"], flush=True)
+"""
+
+
+def test_fork_child_never_calls_into_go():
+    r = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "CHILD_EXIT 0" in r.stdout, r.stdout + r.stderr
+    assert "PARENT_LIVE 0" in r.stdout, r.stdout + r.stderr

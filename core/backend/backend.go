@@ -43,6 +43,7 @@ const (
 
 var binaryNames = [...]string{"add", "sub", "mul", "div", "minimum", "maximum"}
 
+// String returns the op's name ("add", "minimum", …).
 func (o BinaryOp) String() string {
 	if int(o) < len(binaryNames) {
 		return binaryNames[o]
@@ -61,6 +62,7 @@ const (
 	Neg UnaryOp = iota
 )
 
+// String returns the op's name ("neg").
 func (o UnaryOp) String() string {
 	if o == Neg {
 		return "neg"

@@ -22,6 +22,8 @@ const (
 	Type
 )
 
+// String returns the name of the Python exception the kind maps to:
+// "ValueError", "TypeError" or "RuntimeError".
 func (k Kind) String() string {
 	switch k {
 	case Value:
@@ -34,11 +36,14 @@ func (k Kind) String() string {
 
 // Error is an error with a Kind.
 type Error struct {
-	Kind Kind
-	Err  error
+	Kind Kind  // the class of the error
+	Err  error // the underlying error, whose message is the Error's
 }
 
+// Error returns the underlying error's message.
 func (e *Error) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error (for errors.Is and errors.As).
 func (e *Error) Unwrap() error { return e.Err }
 
 // Valuef returns a Value error.

@@ -8,25 +8,75 @@
 //
 //	y, err := ops.Minimum(nil, a, b)
 //
-// Inputs may have any dtype, strides and broadcastable shapes. Results are
-// fresh contiguous tensors that never alias an input.
+// Inputs may have any dtype, strides and broadcastable shapes. The results of
+// the arithmetic ops and reductions are fresh tensors that never alias an
+// input (Cast to the input's own dtype returns the input, and Reshape and
+// Expand may return views of it).
+//
+// The ops: Add, Sub, Mul, Div, Minimum, Maximum (broadcasting binary ops);
+// Neg; Sum and Mean (reductions over dims, nil for all); Cast, Expand,
+// Reshape and SumToShape (dtype and shape plumbing, all differentiable).
+//
+// # Dtypes and promotion
+//
+// The result dtype of a binary op follows SPEC §3 (package dtype): bool <
+// integers < floats; within a category the wider type wins; float16 with
+// bfloat16 gives float32; an integer with a float gives that float. A tensor
+// marked as a wrapped number (tensor.WrappedScalar, a host-language scalar)
+// is weak: it only lifts the result to a higher category, so
+// Minimum(float16 tensor, wrapped 2.0) stays float16 and Minimum(int32
+// tensor, wrapped 2.5) gives dtype.Default (float32). Div of integers gives
+// dtype.Default. Sum of integers and bools gives int64; float16 and bfloat16
+// reductions accumulate in float32.
+//
+// # Autocast
+//
+// Context.Autocast (see package amp) switches on mixed precision for one
+// call. Each op's schema carries an amp.Policy that decides how its floating
+// inputs are cast before promotion: Promote (every op in this package) casts
+// them to the widest floating dtype among them, which never produces float64
+// unless an input is float64; LowerPrecision casts them (float64 excepted)
+// to the autocast dtype; FP32 to float32. With autocast off the policies have
+// no effect. Gradients always come back in each input's own dtype.
+//
+//	st, _ := amp.NewState(dtype.Float16)
+//	y, err := ops.Minimum(&ops.Context{GradEnabled: true, Autocast: st}, a16, b32) // float32
 //
 // # The trampoline
 //
 // Apply-time work common to all ops happens in one place, in this order:
-// type promotion (SPEC §3, wrapped numbers are weak), autocast by the op's
-// AmpPolicy, casting inputs to the result dtype, NumPy broadcasting, backend
-// dispatch, and, when the context records gradients and an input requires
-// grad, creating the node. On backward the node runs the op's grad formula,
-// then reduces each gradient to its input's shape (SumToShape) and casts it
-// to its input's dtype. Ops therefore state only their forward dispatch and
-// their formula (see minimum.go).
+// type promotion (wrapped numbers are weak), autocast by the op's AmpPolicy,
+// casting inputs to the result dtype, NumPy broadcasting, backend dispatch,
+// and, when the context records gradients and an input requires grad,
+// creating the node. On backward the node runs the op's grad formula, then
+// reduces each gradient to its input's shape (SumToShape) and casts it to its
+// input's dtype. Ops therefore state only their forward dispatch and their
+// formula (see minimum.go).
 //
 // # Minimum and maximum
 //
 // Minimum(a, b) selects a at i iff a_i <= b_i or a_i is NaN (Maximum: >=),
 // taking the winner's bits. The gradient goes to the winner: ties and NaN in
-// a go to a. The masks come from the saved inputs and partition every index.
+// a go to a. The masks come from the saved inputs and partition every index,
+// so grad_a + grad_b == grad_out everywhere. PyTorch splits ties 50/50 and
+// gives NaN positions the full gradient on both sides; JAX splits ties and
+// gives NaN positions 0. Higher-order gradients (create_graph) work: the
+// masks are constants of every pass.
+//
+// # Schemas
+//
+// Every op registers one OpSchema (name, version, AMP policy, determinism)
+// with Register at init; Lookup and Schemas read the registry, which the C
+// ABI exports to Python as JSON (pylucid.ops.schemas()).
+//
+// # Autograd
+//
+// Tensors that require grad (tensor.Tensor.SetRequiresGrad) record nodes as
+// ops run. Backward accumulates gradients into the leaves' Grad; Grad returns
+// the gradients of outputs with respect to chosen inputs without touching any
+// Grad. Hosts that drive the engine step by step (the C ABI, for nodes
+// defined in Python) call autograd.Start with EngineMath. Gradient reductions
+// are deterministic: the same inputs give the same bits for any thread count.
 //
 // # Errors
 //
@@ -50,12 +100,13 @@ import (
 // OpSchema describes an op: its name, version, AMP policy and whether it is
 // deterministic (bit-identical results for any thread count).
 type OpSchema struct {
-	Name          string
-	Version       int
-	AmpPolicy     amp.Policy
-	Deterministic bool
+	Name          string     // the op's name, e.g. "minimum"
+	Version       int        // bumped when the op's semantics change
+	AmpPolicy     amp.Policy // how autocast casts the op's floating inputs
+	Deterministic bool       // bit-identical results whatever the thread count
 }
 
+// String formats the schema as OpSchema("minimum", v1, Promote, deterministic=true).
 func (s OpSchema) String() string {
 	return fmt.Sprintf("OpSchema(%q, v%d, %v, deterministic=%v)", s.Name, s.Version, s.AmpPolicy, s.Deterministic)
 }

@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import Any, Callable, Optional, Type, TypeVar, cast
 
 from ._state import MODE_AUTOCAST, state
-from .dtypes import BY_CODE, as_dtype, bfloat16, dtype, float16
+from .dtypes import BY_CODE, DTypeLike, as_dtype, bfloat16, dtype, float16
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
 
@@ -43,7 +43,7 @@ class autocast:
     Blocks nest; leaving one restores the state it found, also on errors.
     """
 
-    def __init__(self, dtype: Any = float16, enabled: bool = True) -> None:
+    def __init__(self, dtype: DTypeLike = float16, enabled: bool = True) -> None:
         d = as_dtype(dtype)
         if d is not float16 and d is not bfloat16:
             raise TypeError("autocast dtype must be pylucid.float16 or pylucid.bfloat16, got %r" % (d,))

@@ -184,10 +184,13 @@ class FunctionCtx:
         self._freed = False
 
     def save_for_backward(self, *tensors: Any) -> None:
+        """Keeps tensors (or other values) for ``backward``, read back with ``saved_tensors``."""
         self._saved = tensors
 
     @property
     def saved_tensors(self) -> Tuple[Any, ...]:
+        """What ``save_for_backward`` kept; raises once the graph was freed
+        (backward without ``retain_graph=True``)."""
         if self._freed:
             raise RuntimeError(_RETAIN_MESSAGE)
         return self._saved
@@ -202,7 +205,7 @@ class _FunctionRecord:
 
     __slots__ = ("cls", "ctx", "tensor_positions", "nargs", "out_meta")
 
-    def __init__(self, cls: type, ctx: FunctionCtx, tensor_positions: list[int], nargs: int,
+    def __init__(self, cls: "type[Function]", ctx: FunctionCtx, tensor_positions: list[int], nargs: int,
                  out_meta: list[Tuple[Tuple[int, ...], Any]]) -> None:
         self.cls = cls
         self.ctx = ctx
@@ -246,14 +249,19 @@ class Function:
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any) -> Any:
+        """Computes the outputs from the inputs (runs without recording a graph)."""
         raise NotImplementedError("subclasses of pylucid.autograd.Function define forward")
 
     @staticmethod
     def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        """Returns one gradient per argument of ``forward`` (None for
+        non-tensors), given one gradient per output."""
         raise NotImplementedError("subclasses of pylucid.autograd.Function define backward")
 
     @classmethod
     def apply(cls, *args: Any) -> Any:
+        """Runs ``forward`` and, when an input requires grad, records a node
+        whose backward is this class's ``backward``."""
         _lib.check_fork()
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
@@ -288,7 +296,7 @@ class GradcheckError(RuntimeError):
 
 
 def _as_inputs(inputs: Union[Tensor, Sequence[Tensor]]) -> list[Tensor]:
-    return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    return list(inputs) if isinstance(inputs, (list, tuple)) else [cast(Tensor, inputs)]
 
 
 def _outputs(fn: Callable[..., Any], xs: Sequence[Tensor]) -> list[Tensor]:

@@ -92,8 +92,7 @@ def _call_deleter(ptr: int, versioned: bool) -> None:
         m.deleter(m)
 
 
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule: Optional[int]) -> None:
+def _destroy_capsule(capsule: Optional[int]) -> None:
     # Runs when a capsule we produced is collected. A consumer renamed it to
     # "used_..." and owns the managed tensor; otherwise nobody took it and we
     # delete it here (DLPack: the producer's capsule destructor does that).
@@ -108,6 +107,9 @@ def _capsule_destructor(capsule: Optional[int]) -> None:
         pass
 
 
+# The C callback stays referenced for the life of the module (capsules may
+# outlive any one call).
+_capsule_destructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_destroy_capsule)
 _DESTRUCTOR_PTR = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -59,6 +59,10 @@ BY_NAME["half"] = float16
 BY_NAME["float"] = float32
 BY_NAME["double"] = float64
 
+#: What functions taking a dtype accept: a pylucid dtype, its name
+#: ("float32", "bfloat16", "half", …) or anything ``numpy.dtype`` understands.
+DTypeLike = Union[dtype, str, "np.dtype[Any]", type]
+
 _BY_NUMPY = {d._np: d for d in ALL if d._np is not None}
 
 _REJECTED_KINDS = {
@@ -85,7 +89,7 @@ def from_numpy_dtype(dt: np.dtype[Any]) -> dtype:
     )
 
 
-def as_dtype(d: Any) -> dtype:
+def as_dtype(d: DTypeLike) -> dtype:
     """Accepts a pylucid dtype, its name, or a NumPy dtype-like."""
     if isinstance(d, dtype):
         return d

@@ -12,7 +12,7 @@ import numpy as np
 from . import _lib
 from ._lib import ffi, lib, raise_status
 from ._state import state
-from .dtypes import BY_CODE, as_dtype, dtype, float32, from_numpy_dtype
+from .dtypes import BY_CODE, DTypeLike, as_dtype, dtype, float32, from_numpy_dtype
 
 # Op codes of lucid.h.
 ADD, SUB, MUL, DIV, MINIMUM, MAXIMUM = 0, 1, 2, 3, 4, 5
@@ -189,11 +189,14 @@ def as_tensor(x: Any) -> "Tensor":
     return from_numpy(arr)
 
 
-def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+def tensor(data: Any, dtype: Optional[DTypeLike] = None, requires_grad: bool = False) -> "Tensor":
     """A new tensor holding a copy of ``data``.
 
     NumPy arrays keep their dtype; Python floats default to float32, ints to
-    int64, bools to bool (PyTorch's defaults).
+    int64, bools to bool (PyTorch's defaults). With ``dtype`` the values are
+    converted straight to it, rounding once (``tensor([0.1],
+    dtype=pylucid.float64)`` holds exactly 0.1); float16 and bfloat16 need no
+    ml_dtypes.
     """
     _lib.check_fork()
     want = as_dtype(dtype) if dtype is not None else None
@@ -205,11 +208,14 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor
             arr = np.array(data, copy=True)
         else:
             arr = np.array(data)
-            if arr.dtype == np.float64:
-                arr = arr.astype(np.float32)
+            if arr.dtype == np.float64 and want is None:
+                arr = arr.astype(np.float32)  # Python floats: the default float dtype
         from_numpy_dtype(arr.dtype)  # raises TypeError naming an unsupported dtype
-        if want is not None and want._np is None:
-            out = from_numpy(np.array(arr, dtype=np.float32, order="C")).to(want)
+        if want is not None and want.is_floating_point and want.itemsize == 2:
+            # float16/bfloat16: the library's cast rounds once, from the source
+            # dtype (ml_dtypes rounds float64 to bfloat16 through float32), and
+            # needs no ml_dtypes.
+            out = from_numpy(np.array(arr, order="C")).to(want)
         else:
             if want is not None:
                 arr = arr.astype(want.numpy_dtype)
@@ -237,7 +243,7 @@ class _NoGrad:
         state.mode = self.prev
 
 
-def zeros(shape: Union[int, Sequence[int]], dtype: Any = float32) -> "Tensor":
+def zeros(shape: Union[int, Sequence[int]], dtype: DTypeLike = float32) -> "Tensor":
     """A new zero-filled tensor."""
     _lib.check_fork()
     dims = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
@@ -328,7 +334,7 @@ class Tensor:
     _shape: Tuple[int, ...]
     _rg: bool
 
-    def __init__(self, data: Any, dtype: Any = None, requires_grad: bool = False) -> None:
+    def __init__(self, data: Any, dtype: Optional[DTypeLike] = None, requires_grad: bool = False) -> None:
         t = tensor(data, dtype=dtype, requires_grad=requires_grad)
         # take over t's handle
         self._h, self._dtype, self._shape, self._rg = t._h, t._dtype, t._shape, t._rg
@@ -344,23 +350,29 @@ class Tensor:
     # ---- metadata ----
     @property
     def shape(self) -> Tuple[int, ...]:
+        """The size of each dim, as a tuple (``()`` for a 0-d tensor)."""
         return self._shape
 
     def size(self, dim: Optional[int] = None) -> Union[Tuple[int, ...], int]:
+        """The shape, or the size of dim ``dim`` when given."""
         return self._shape if dim is None else self._shape[dim]
 
     @property
     def dtype(self) -> dtype:
+        """The element type (``pylucid.float32``, …)."""
         return self._dtype
 
     @property
     def ndim(self) -> int:
+        """The number of dims."""
         return len(self._shape)
 
     def dim(self) -> int:
+        """The number of dims (as ``ndim``)."""
         return len(self._shape)
 
     def numel(self) -> int:
+        """The number of elements."""
         return math.prod(self._shape)
 
     def __len__(self) -> int:
@@ -379,6 +391,7 @@ class Tensor:
     # ---- autograd ----
     @property
     def requires_grad(self) -> bool:
+        """Whether autograd records ops on this tensor (floating dtypes only)."""
         return self._rg
 
     @requires_grad.setter
@@ -386,6 +399,8 @@ class Tensor:
         self.requires_grad_(flag)
 
     def requires_grad_(self, flag: bool = True) -> "Tensor":
+        """Sets ``requires_grad`` in place and returns the tensor; integer and
+        bool tensors raise."""
         _lib.check_fork()
         rc = lib.lucid_set_requires_grad(self._h, 1 if flag else 0)
         if rc:
@@ -395,10 +410,12 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
+        """True for tensors not produced by a recorded op (their ``.grad`` is kept)."""
         return bool(self._meta().is_leaf)
 
     @property
     def grad(self) -> Optional["Tensor"]:
+        """The gradient accumulated by ``backward()`` (None before any); settable."""
         _lib.check_fork()
         info = _info()
         rc = lib.lucid_get_grad(self._h, info)
@@ -415,6 +432,7 @@ class Tensor:
 
     @property
     def grad_fn(self) -> Optional[Node]:
+        """The node that produced this tensor (``MinimumBackward``, …), None for a leaf."""
         _lib.check_fork()
         node = ffi.new("int64_t*")
         rc = lib.lucid_grad_fn(self._h, node)
@@ -465,6 +483,8 @@ class Tensor:
 
     @property
     def __array_interface__(self) -> dict[str, Any]:
+        if self._dtype.code == 8:  # bfloat16: the interface can only say "V2"; NumPy falls back to __array__
+            raise AttributeError("__array_interface__ cannot describe bfloat16; use numpy()")
         if self._rg:
             raise RuntimeError("Can't convert a Tensor that requires grad to a NumPy array. Use tensor.detach() first.")
         return self._array_interface()
@@ -478,9 +498,11 @@ class Tensor:
         return arr
 
     def tolist(self) -> Any:
+        """The values as nested Python lists (a number for a 0-d tensor)."""
         return self.detach().numpy().tolist()
 
     def item(self) -> Scalar:
+        """The value of a one-element tensor as a Python number."""
         if self.numel() != 1:
             raise ValueError("only one-element tensors can be converted to Python scalars, shape is %s" % (self._shape,))
         return self.detach().numpy().reshape(()).item()  # type: ignore[no-any-return]
@@ -503,7 +525,7 @@ class Tensor:
         raise TypeError("iteration over a pylucid Tensor is not supported; use .numpy()")
 
     # ---- ops ----
-    def to(self, dtype: Any) -> "Tensor":
+    def to(self, dtype: DTypeLike) -> "Tensor":
         """This tensor converted to ``dtype`` (differentiable)."""
         _lib.check_fork()
         info = _info()
@@ -513,9 +535,11 @@ class Tensor:
         return _wrap(info)
 
     def sum(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> "Tensor":
+        """Sum over ``dim`` (all dims when None); see :func:`pylucid.ops.sum`."""
         return reduce(SUM, self, dim, keepdim)
 
     def mean(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> "Tensor":
+        """Mean over ``dim`` (all dims when None); see :func:`pylucid.ops.mean`."""
         return reduce(MEAN, self, dim, keepdim)
 
     def __add__(self, o: TensorLike) -> "Tensor":
