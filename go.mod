@@ -1,6 +1,6 @@
 module github.com/pylucid/pylucid
 
-go 1.26.8
+go 1.24
 
 require github.com/stretchr/testify v1.11.1
 

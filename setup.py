@@ -5,6 +5,7 @@ Python only through cffi's ABI mode, so it does not depend on CPython's ABI."""
 import os
 import pathlib
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -21,13 +22,21 @@ ROOT = pathlib.Path(__file__).resolve().parent
 LIBNAME = {"darwin": "liblucid.dylib", "win32": "lucid.dll"}.get(sys.platform, "liblucid.so")
 
 
+def go_version(go: str) -> tuple:
+    """(major, minor) of the Go toolchain, (0, 0) when unknown."""
+    out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True).stdout.strip()
+    m = re.match(r"go(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
 def build_native(dest: pathlib.Path) -> None:
     go = shutil.which("go")
     if go is None:
         raise RuntimeError("building pylucid needs the Go toolchain (go >= 1.24) on PATH")
     dest.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, CGO_ENABLED="1")
-    if platform.machine().lower() in ("x86_64", "amd64") and "GOEXPERIMENT" not in os.environ:
+    if platform.machine().lower() in ("x86_64", "amd64") and "GOEXPERIMENT" not in os.environ \
+            and go_version(go) >= (1, 26):
         env["GOEXPERIMENT"] = "simd"  # the AVX2 kernels (core/backend/cpu/simd_amd64.go)
     subprocess.check_call(
         [go, "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", str(dest / LIBNAME), "./capi"],

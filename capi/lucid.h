@@ -182,6 +182,9 @@ int lucid_scalar(int32_t dtype, double fvalue, int64_t ivalue, lucid_tensor_info
 int lucid_tensor_info_get(int64_t h, lucid_tensor_info *out);
 /* Releases a handle (tensor, node or backward run). */
 int lucid_release(int64_t h);
+/* Releases n handles in one call (all are attempted; the first error is
+ * reported). */
+int lucid_release_many(const int64_t *hs, int32_t n);
 
 int lucid_set_requires_grad(int64_t h, int32_t flag);
 /* The accumulated gradient (out->handle == 0 when there is none). */

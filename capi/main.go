@@ -228,6 +228,22 @@ func lucid_release(h C.int64_t) C.int {
 	return call(func() error { return handles.release(int64(h)) })
 }
 
+//export lucid_release_many
+func lucid_release_many(hs *C.int64_t, n C.int32_t) C.int {
+	return call(func() error {
+		if n < 0 || (n > 0 && hs == nil) {
+			return errs.Valuef("invalid handle array (n=%d)", int(n))
+		}
+		var first error
+		for _, h := range unsafe.Slice(hs, int(n)) {
+			if err := handles.release(int64(h)); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	})
+}
+
 //export lucid_set_requires_grad
 func lucid_set_requires_grad(h C.int64_t, flag C.int32_t) C.int {
 	return call(func() error {

@@ -55,7 +55,10 @@ def get_num_threads() -> int:
 def _stats() -> dict[str, int]:
     """Library counters: live handles, borrowed buffers, C bytes and blocks,
     and DLPack exports whose deleter has not run yet."""
+    from .tensor import flush_released
+
     _lib.check_fork()
+    flush_released()  # dropped tensors count as released
     out = _ffi.new("int64_t[]", 5)
     _check(_native.lucid_stats(out, 5))
     return {"handles": out[0], "borrowed": out[1], "c_bytes": out[2], "c_blocks": out[3], "dlpack": out[4]}
@@ -66,7 +69,7 @@ def _collect() -> None:
     the NumPy buffers the library handed back."""
     import gc
 
-    from .tensor import drain
+    from .tensor import drain, flush_released
 
     _lib.check_fork()
     # Dropping Python records (Function contexts, borrowed arrays) can release
@@ -74,6 +77,7 @@ def _collect() -> None:
     before = None
     for _ in range(10):
         gc.collect()
+        flush_released()
         _check(_native.lucid_collect())
         drain()
         now = _stats()

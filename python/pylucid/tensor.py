@@ -60,6 +60,26 @@ class Releaser:
             fn()
 
 
+# Handles of small, graph-free tensors waiting to be released together.
+_dead: list[int] = []
+_dead_lock = threading.Lock()
+
+
+def flush_released() -> None:
+    """Releases the batched handles of dropped small tensors."""
+    if not _dead or not _dead_lock.acquire(blocking=False):
+        return  # nothing to do, or a flush is already under way (perhaps re-entered from __del__)
+    try:
+        n = len(_dead)
+        batch = _dead[:n]
+        del _dead[:n]  # appends from other threads land after the prefix
+        rc = lib.lucid_release_many(batch, n)
+    finally:
+        _dead_lock.release()
+    if rc:
+        raise_status(rc)
+
+
 def drain() -> None:
     """Forgets buffers and functions the native library no longer uses."""
     done: list[Releaser] = []
@@ -342,8 +362,17 @@ class Tensor:
 
     def __del__(self) -> None:
         try:
-            if self._h and not _lib._forked:
-                _lucid_release(self._h)
+            h = self._h
+            if h and not _lib._forked:
+                # Small tensors outside any graph are released in batches
+                # (one C call per 64); anything that could keep memory or a
+                # graph alive is released at once.
+                if not self._rg and len(self._shape) <= 1 and (not self._shape or self._shape[0] <= 4096):
+                    _dead.append(h)
+                    if len(_dead) >= 64:
+                        flush_released()
+                else:
+                    _lucid_release(h)
         except Exception:  # a half-built object, or interpreter shutdown
             pass
 
