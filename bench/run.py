@@ -115,7 +115,7 @@ def peak_rss_child(n: int) -> Dict[str, float]:
     """Runs forward+backward at n elements in a fresh process and reports
     its RSS before and at the peak (MB)."""
     code = f"""
-import json, resource, numpy as np, pylucid
+import json, numpy as np, pylucid
 from pylucid import ops
 def rss():
     with open('/proc/self/statm') as f:
@@ -130,7 +130,8 @@ base = rss()
 y = ops.minimum(ta, tb)
 y.sum().backward()
 ga, gb = ta.grad.numpy(), tb.grad.numpy()
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not ru_maxrss: the latter keeps the parent's high-water mark across fork+exec
+peak = [int(l.split()[1]) / 1024 for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]
 print(json.dumps({{"base": base, "peak": peak, "after": rss()}}))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
@@ -252,7 +253,8 @@ def main() -> int:
     extra_mb = mem["peak"] - mem["base"]
     rows.append({"case": "f32 2^24 fwd+bwd peak RSS", "pylucid_ms": float("nan"), "numpy_ms": float("nan"),
                  "ratio_numpy": float("nan"), "target": "no full-size temporaries",
-                 "extra": "peak +%.0f MB over inputs; outputs+grads need %.0f MB" % (extra_mb, need)})
+                 "extra": "peak +%.0f MB over inputs (%.0f -> %.0f MB); outputs+grads need %.0f MB"
+                 % (extra_mb, mem["base"], mem["peak"], need)})
 
     # ---- report ----
     print("pylucid %s, numpy %s, torch %s, threads %d, simd %s" % (
@@ -283,6 +285,7 @@ def main() -> int:
         ax.barh(names, vals, color=["tab:green" if v < 1 else "tab:red" for v in vals])
         ax.axvline(1.0, color="k", lw=1)
         ax.set_xscale("log")
+        ax.set_xlim(right=max(vals) * 3)
         ax.invert_yaxis()
         ax.set_xlabel("pylucid time / NumPy time (log scale; < 1 is faster)")
         ax.set_title("pylucid minimum: forward and forward+backward vs NumPy")

@@ -67,6 +67,17 @@ func TestFastPathsMatchRefOnBitPatterns(t *testing.T) {
 				out[name] = y.Bits()
 				out[name+" grad a"] = la.Grad().Bits()
 				out[name+" grad b"] = lb.Grad().Bits()
+				// through sum: the upstream gradient is one value seen everywhere
+				la2, lb2 := ta.Detach(), tb.Detach()
+				require.NoError(t, la2.SetRequiresGrad(true))
+				require.NoError(t, lb2.SetRequiresGrad(true))
+				y2, err := f(c, la2, lb2)
+				require.NoError(t, err)
+				s2, err := ops.Sum(c, y2, nil, false)
+				require.NoError(t, err)
+				require.NoError(t, ops.Backward(c, []*tensor.Tensor{s2}, nil, false, false))
+				out[name+" sum grad a"] = la2.Grad().Bits()
+				out[name+" sum grad b"] = lb2.Grad().Bits()
 			}
 			s, err := ops.Sum(c, tg, nil, false)
 			require.NoError(t, err)

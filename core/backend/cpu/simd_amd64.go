@@ -61,7 +61,7 @@ func bWins32(x, y archsimd.Float32x8, maximum bool) archsimd.Mask32x8 {
 	} else {
 		strict = y.Less(x)
 	}
-	return strict.Or(y.IsNaN().And(x.Equal(x)))
+	return strict.Or(x.Equal(x).And(y.NotEqual(y)))
 }
 
 func bWins64(x, y archsimd.Float64x4, maximum bool) archsimd.Mask64x4 {
@@ -71,7 +71,7 @@ func bWins64(x, y archsimd.Float64x4, maximum bool) archsimd.Mask64x4 {
 	} else {
 		strict = y.Less(x)
 	}
-	return strict.Or(y.IsNaN().And(x.Equal(x)))
+	return strict.Or(x.Equal(x).And(y.NotEqual(y)))
 }
 
 // simdSelect handles minimum/maximum forward over segment operands
@@ -90,6 +90,13 @@ func simdSelect(s *seg, sz int, maximum bool, io, ia, ib int) (done int) {
 	if sz == 4 {
 		o, a, b := elems[float32](s.p[io], n, 1), elems[float32](s.p[ia], n, ua), elems[float32](s.p[ib], n, ub)
 		i := 0
+		if ua == 1 && ub == 1 { // the common case, with direct loads
+			for ; i+8 <= n; i += 8 {
+				x, y := archsimd.LoadFloat32x8(vec8(a, i)), archsimd.LoadFloat32x8(vec8(b, i))
+				y.Merge(x, bWins32(x, y, maximum)).Store(vec8(o, i))
+			}
+			return i
+		}
 		for ; i+8 <= n; i += 8 {
 			x, y := load32(a, i, ua), load32(b, i, ub)
 			y.Merge(x, bWins32(x, y, maximum)).StoreSlice(o[i:])
@@ -98,12 +105,23 @@ func simdSelect(s *seg, sz int, maximum bool, io, ia, ib int) (done int) {
 	}
 	o, a, b := elems[float64](s.p[io], n, 1), elems[float64](s.p[ia], n, ua), elems[float64](s.p[ib], n, ub)
 	i := 0
+	if ua == 1 && ub == 1 {
+		for ; i+4 <= n; i += 4 {
+			x, y := archsimd.LoadFloat64x4(vec4(a, i)), archsimd.LoadFloat64x4(vec4(b, i))
+			y.Merge(x, bWins64(x, y, maximum)).Store(vec4(o, i))
+		}
+		return i
+	}
 	for ; i+4 <= n; i += 4 {
 		x, y := load64(a, i, ua), load64(b, i, ub)
 		y.Merge(x, bWins64(x, y, maximum)).StoreSlice(o[i:])
 	}
 	return i
 }
+
+// vec8 and vec4 point at the vector starting at element i (bounds-checked once).
+func vec8(s []float32, i int) *[8]float32 { return (*[8]float32)(s[i : i+8]) }
+func vec4(s []float64, i int) *[4]float64 { return (*[4]float64)(s[i : i+4]) }
 
 // simdRoute handles the fused minimum/maximum backward: ga (operand 0) gets g
 // (operand 4) where a (2) wins, gb (1) the rest; a, b and g share the dtype.
@@ -121,6 +139,25 @@ func simdRoute(s *seg, sz int, maximum bool) (done int) {
 		a, b, g := elems[float32](s.p[2], n, ua), elems[float32](s.p[3], n, ub), elems[float32](s.p[4], n, ug)
 		var zero archsimd.Float32x8
 		i := 0
+		if ua == 1 && ub == 1 && ug == 0 { // sum's backward: one upstream value for all
+			gv := archsimd.BroadcastFloat32x8(g[0])
+			for ; i+8 <= n; i += 8 {
+				x, y := archsimd.LoadFloat32x8(vec8(a, i)), archsimd.LoadFloat32x8(vec8(b, i))
+				bw := bWins32(x, y, maximum)
+				zero.Merge(gv, bw).Store(vec8(ga, i))
+				gv.Merge(zero, bw).Store(vec8(gb, i))
+			}
+			return i
+		}
+		if ua == 1 && ub == 1 && ug == 1 {
+			for ; i+8 <= n; i += 8 {
+				x, y, gv := archsimd.LoadFloat32x8(vec8(a, i)), archsimd.LoadFloat32x8(vec8(b, i)), archsimd.LoadFloat32x8(vec8(g, i))
+				bw := bWins32(x, y, maximum)
+				zero.Merge(gv, bw).Store(vec8(ga, i))
+				gv.Merge(zero, bw).Store(vec8(gb, i))
+			}
+			return i
+		}
 		for ; i+8 <= n; i += 8 {
 			x, y, gv := load32(a, i, ua), load32(b, i, ub), load32(g, i, ug)
 			bw := bWins32(x, y, maximum)
@@ -133,6 +170,15 @@ func simdRoute(s *seg, sz int, maximum bool) (done int) {
 	a, b, g := elems[float64](s.p[2], n, ua), elems[float64](s.p[3], n, ub), elems[float64](s.p[4], n, ug)
 	var zero archsimd.Float64x4
 	i := 0
+	if ua == 1 && ub == 1 {
+		for ; i+4 <= n; i += 4 {
+			x, y, gv := archsimd.LoadFloat64x4(vec4(a, i)), archsimd.LoadFloat64x4(vec4(b, i)), load64(g, i, ug)
+			bw := bWins64(x, y, maximum)
+			zero.Merge(gv, bw).Store(vec4(ga, i))
+			gv.Merge(zero, bw).Store(vec4(gb, i))
+		}
+		return i
+	}
 	for ; i+4 <= n; i += 4 {
 		x, y, gv := load64(a, i, ua), load64(b, i, ub), load64(g, i, ug)
 		bw := bWins64(x, y, maximum)
