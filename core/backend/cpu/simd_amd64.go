@@ -268,12 +268,21 @@ func simdSelectHalf(s *seg, lim int16, maximum bool, io, ia, ib int) (done int) 
 	o, a, b := elems[int16](s.p[io], n, 1), elems[int16](s.p[ia], n, ua), elems[int16](s.p[ib], n, ub)
 	l := archsimd.BroadcastInt16x16(lim)
 	i := 0
+	if ua == 1 && ub == 1 {
+		for ; i+16 <= n; i += 16 {
+			x, y := archsimd.LoadInt16x16(vec16(a, i)), archsimd.LoadInt16x16(vec16(b, i))
+			y.Merge(x, bWinsHalf(x, y, l, maximum)).Store(vec16(o, i))
+		}
+		return i
+	}
 	for ; i+16 <= n; i += 16 {
 		x, y := load16(a, i, ua), load16(b, i, ub)
 		y.Merge(x, bWinsHalf(x, y, l, maximum)).StoreSlice(o[i:])
 	}
 	return i
 }
+
+func vec16(s []int16, i int) *[16]int16 { return (*[16]int16)(s[i : i+16]) }
 
 // simdRouteHalf is simdRoute for float16/bfloat16.
 func simdRouteHalf(s *seg, lim int16, maximum bool) (done int) {
@@ -290,6 +299,15 @@ func simdRouteHalf(s *seg, lim int16, maximum bool) (done int) {
 	l := archsimd.BroadcastInt16x16(lim)
 	var zero archsimd.Int16x16
 	i := 0
+	if ua == 1 && ub == 1 {
+		for ; i+16 <= n; i += 16 {
+			x, y, gv := archsimd.LoadInt16x16(vec16(a, i)), archsimd.LoadInt16x16(vec16(b, i)), load16(g, i, ug)
+			bw := bWinsHalf(x, y, l, maximum)
+			zero.Merge(gv, bw).Store(vec16(ga, i))
+			gv.Merge(zero, bw).Store(vec16(gb, i))
+		}
+		return i
+	}
 	for ; i+16 <= n; i += 16 {
 		x, y, gv := load16(a, i, ua), load16(b, i, ub), load16(g, i, ug)
 		bw := bWinsHalf(x, y, l, maximum)
