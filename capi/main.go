@@ -22,6 +22,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -110,8 +111,14 @@ func dtypeOf(d C.int32_t) (dtype.Dtype, error) {
 	return dt, nil
 }
 
-// contextOf decodes an op call's mode flags.
+// contextOf decodes an op call's mode flags. Contexts are immutable, so one
+// per mode is made once and shared (an op call allocates none).
 func contextOf(mode C.int32_t) (*ops.Context, error) {
+	if mode >= 0 && int(mode) < len(contexts) {
+		if c := contexts[mode].Load(); c != nil {
+			return c, nil
+		}
+	}
 	c := &ops.Context{Backend: cpu.Default, GradEnabled: mode&C.LUCID_MODE_GRAD != 0}
 	if mode&C.LUCID_MODE_AUTOCAST != 0 {
 		st, err := amp.NewState(dtype.Dtype((mode >> 8) & 0xff))
@@ -120,8 +127,13 @@ func contextOf(mode C.int32_t) (*ops.Context, error) {
 		}
 		c.Autocast = st
 	}
+	if mode >= 0 && int(mode) < len(contexts) {
+		contexts[mode].Store(c)
+	}
 	return c, nil
 }
+
+var contexts [1 << 12]atomic.Pointer[ops.Context]
 
 //export lucid_tensor_new
 func lucid_tensor_new(dt C.int32_t, ndim C.int32_t, shape *C.int64_t, out *C.lucid_tensor_info) C.int {

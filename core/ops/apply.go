@@ -166,6 +166,20 @@ type binarySpec struct {
 	grad func(c *Context, g, a, b *tensor.Tensor) (ga, gb *tensor.Tensor, err error)
 }
 
+// formula adapts the spec's two-input grad to the node's formula signature.
+func (s *binarySpec) formula(c *Context, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	g := grads[0]
+	if g == nil {
+		return []*tensor.Tensor{nil, nil}, nil
+	}
+	var x, y *tensor.Tensor
+	if len(saved) == 2 {
+		x, y = saved[0], saved[1]
+	}
+	ga, gb, err := s.grad(c, g, x, y)
+	return []*tensor.Tensor{ga, gb}, err
+}
+
 // applyBinary is the trampoline for broadcasting binary ops.
 func applyBinary(c *Context, s *binarySpec, a, b *tensor.Tensor) (*tensor.Tensor, error) {
 	c = ctxOr(c)
@@ -206,22 +220,13 @@ func applyBinary(c *Context, s *binarySpec, a, b *tensor.Tensor) (*tensor.Tensor
 	if err := c.Backend.Binary(s.kernel, out, av, bv); err != nil {
 		return nil, err
 	}
+	if !c.GradEnabled || !(a.RequiresGrad() || b.RequiresGrad()) {
+		return out, nil // nothing to record: skip building the node's pieces
+	}
 	var saved []*tensor.Tensor
 	if s.saves {
 		saved = []*tensor.Tensor{ac, bc}
 	}
-	record(c, s.node, []*tensor.Tensor{a, b}, []*tensor.Tensor{out}, saved,
-		func(c *Context, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			g := grads[0]
-			if g == nil {
-				return []*tensor.Tensor{nil, nil}, nil
-			}
-			var x, y *tensor.Tensor
-			if len(saved) == 2 {
-				x, y = saved[0], saved[1]
-			}
-			ga, gb, err := s.grad(c, g, x, y)
-			return []*tensor.Tensor{ga, gb}, err
-		})
+	record(c, s.node, []*tensor.Tensor{a, b}, []*tensor.Tensor{out}, saved, s.formula)
 	return out, nil
 }
