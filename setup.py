@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 try:
@@ -70,4 +70,12 @@ if bdist_wheel is not None:
 
     cmdclass["bdist_wheel"] = PlatformWheel
 
-setup(cmdclass=cmdclass)
+class BinaryDistribution(Distribution):
+    """The package ships a native library: platform-specific, laid out at the
+    wheel's root (platlib), not under .data/purelib."""
+
+    def has_ext_modules(self) -> bool:
+        return True
+
+
+setup(cmdclass=cmdclass, distclass=BinaryDistribution)
