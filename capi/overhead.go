@@ -37,3 +37,46 @@ func callLoop(n, iters int, grad bool) error {
 	lucid_release(y)
 	return nil
 }
+
+// stepLoop is one training step as Python makes it, iters times: clear both
+// grads, minimum, sum, backward, read both grads, release everything.
+func stepLoop(n, iters int) error {
+	var info C.lucid_tensor_info
+	shape := []C.int64_t{C.int64_t(n)}
+	var leaves [2]C.int64_t
+	for i := range leaves {
+		if rc := lucid_tensor_new(C.LUCID_FLOAT32, 1, &shape[0], &info); rc != 0 {
+			return fmt.Errorf("tensor_new: %d", rc)
+		}
+		leaves[i] = info.handle
+		lucid_set_requires_grad(leaves[i], 1)
+	}
+	var run C.int64_t
+	for i := 0; i < iters; i++ {
+		for _, h := range leaves {
+			lucid_set_grad(h, 0)
+		}
+		if rc := lucid_binary(C.LUCID_MINIMUM, leaves[0], leaves[1], C.LUCID_MODE_GRAD, &info); rc != 0 {
+			return fmt.Errorf("binary: %d", rc)
+		}
+		y := info.handle
+		if rc := lucid_reduce(C.LUCID_SUM, y, nil, -1, 0, C.LUCID_MODE_GRAD, &info); rc != 0 {
+			return fmt.Errorf("sum: %d", rc)
+		}
+		s := info.handle
+		if rc := lucid_backward_run(&s, nil, 1, 0, C.LUCID_MODE_GRAD, &run); rc != 0 || run != 0 {
+			return fmt.Errorf("backward: %d", rc)
+		}
+		for _, h := range leaves {
+			if rc := lucid_get_grad(h, &info); rc != 0 {
+				return fmt.Errorf("grad: %d", rc)
+			}
+			lucid_release(info.handle)
+		}
+		lucid_release(y)
+		lucid_release(s)
+	}
+	lucid_release(leaves[0])
+	lucid_release(leaves[1])
+	return nil
+}

@@ -23,3 +23,20 @@ func TestCallLoopReleasesHandles(t *testing.T) {
 		t.Fatalf("live handles %d, want %d", got, before)
 	}
 }
+
+func BenchmarkStep1(b *testing.B) {
+	b.ReportAllocs()
+	if err := stepLoop(1, b.N); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func TestStepLoopReleasesHandles(t *testing.T) {
+	before := handles.count()
+	if err := stepLoop(10, 50); err != nil {
+		t.Fatal(err)
+	}
+	if got := handles.count(); got != before {
+		t.Fatalf("live handles %d, want %d", got, before)
+	}
+}
