@@ -86,6 +86,11 @@ func Numel(shape []int) (int, error) {
 // ContiguousStrides returns the row-major strides of shape (in elements).
 func ContiguousStrides(shape []int) []int {
 	st := make([]int, len(shape))
+	contiguousStrides(shape, st)
+	return st
+}
+
+func contiguousStrides(shape, st []int) {
 	s := 1
 	for i := len(shape) - 1; i >= 0; i-- {
 		st[i] = s
@@ -93,7 +98,6 @@ func ContiguousStrides(shape []int) []int {
 			s *= shape[i]
 		}
 	}
-	return st
 }
 
 // New returns a zero-filled contiguous tensor.
@@ -119,7 +123,12 @@ func alloc(dt dtype.Dtype, shape []int, zeroed bool) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tensor{storage: s, dtype: dt, shape: clone(shape), strides: ContiguousStrides(shape)}, nil
+	// shape and strides share one allocation (a fresh tensor per op call).
+	meta := make([]int, 2*len(shape))
+	sh, st := meta[:len(shape):len(shape)], meta[len(shape):]
+	copy(sh, shape)
+	contiguousStrides(sh, st)
+	return &Tensor{storage: s, dtype: dt, shape: sh, strides: st}, nil
 }
 
 // NewView returns a tensor over s. Every element it can address must lie
