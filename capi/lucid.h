@@ -205,6 +205,8 @@ int lucid_unary(int32_t op, int64_t a, int32_t mode, lucid_tensor_info *out);
 int lucid_reduce(int32_t op, int64_t a, const int64_t *dims, int32_t ndims, int32_t keepdim, int32_t mode,
                  lucid_tensor_info *out);
 int lucid_cast(int64_t a, int32_t dtype, int32_t mode, lucid_tensor_info *out);
+/* A contiguous copy with the same bits (differentiable). */
+int lucid_copy(int64_t a, int32_t mode, lucid_tensor_info *out);
 
 /* Backward: start a run from n roots (grads[i] == 0: implicit ones). With
  * ninputs >= 0 it is a grad() call over inputs; with ninputs < 0 gradients
@@ -219,7 +221,9 @@ int lucid_backward_run(const int64_t *roots, const int64_t *grads, int32_t n, in
                        int64_t *run);
 /* Runs until done (*function == 0) or until a host-defined function must run:
  * then *function is its id, grads[0..*ngrads) its output gradients (0 = none)
- * and *release says to free its saved state afterwards. */
+ * and *release says to free its saved state afterwards. When cap is too small
+ * it fails with LUCID_EVALUE, sets *ngrads to the size needed and keeps the
+ * function pending for a retry. */
 int lucid_backward_next(int64_t run, int64_t *function, int64_t *grads, int32_t cap, int32_t *ngrads,
                         int32_t *release);
 /* Hands back one gradient per input of the pending function (0 = none). */

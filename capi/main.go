@@ -481,6 +481,25 @@ func lucid_reduce(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, k
 	})
 }
 
+//export lucid_copy
+func lucid_copy(a C.int64_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		c, err := contextOf(mode)
+		if err != nil {
+			return err
+		}
+		ta, err := getTensor(a)
+		if err != nil {
+			return err
+		}
+		y, err := ops.Copy(c, ta)
+		if err != nil {
+			return err
+		}
+		return fill(out, y)
+	})
+}
+
 //export lucid_cast
 func lucid_cast(a C.int64_t, dt C.int32_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
 	return call(func() error {
@@ -613,6 +632,8 @@ func lucid_backward_next(h C.int64_t, function *C.int64_t, grads *C.int64_t, cap
 			return nil
 		}
 		if int(capacity) < len(p.Grads) || grads == nil {
+			r.pending = p // keep it: the caller may retry with a larger buffer
+			*ngrads = C.int32_t(len(p.Grads))
 			return errs.Valuef("gradient buffer of %d too small for %d outputs", int(capacity), len(p.Grads))
 		}
 		out := unsafe.Slice(grads, len(p.Grads))

@@ -17,6 +17,8 @@ type Math interface {
 	Adapt(g *tensor.Tensor, shape []int, dt dtype.Dtype, record bool) (*tensor.Tensor, error)
 	// OnesLike returns a tensor of ones with t's shape and dtype.
 	OnesLike(t *tensor.Tensor) (*tensor.Tensor, error)
+	// Clone returns a contiguous bit-exact copy of t (recorded when record).
+	Clone(t *tensor.Tensor, record bool) (*tensor.Tensor, error)
 }
 
 // Options controls one backward run.
@@ -300,7 +302,7 @@ func (r *Run) Next() (*Pending, error) {
 			}
 			if !r.opts.CreateGraph && !g.IsContiguous() {
 				// Broadcast views stay inside the engine; callers get memory of their own.
-				c, err := g.Clone()
+				c, err := r.opts.Math.Clone(g, false)
 				if err != nil {
 					return nil, err
 				}
@@ -399,41 +401,47 @@ func (r *Run) capture(n Node, grads []*tensor.Tensor) error {
 }
 
 // accumulate adds g into leaf.grad (a fresh tensor unless it is owned by
-// nobody else, so that two leaves never share one gradient buffer).
+// nobody else, so that two leaves never share one gradient buffer). The maths
+// runs outside the leaf's lock (it may read the leaf itself, e.g. when a leaf
+// is its own gradient); the swap retries if another backward got in first.
 func (r *Run) accumulate(leaf *tensor.Tensor, g *tensor.Tensor) error {
 	if g == nil {
 		return nil
 	}
-	return leaf.UpdateGrad(func(old *tensor.Tensor) (*tensor.Tensor, error) {
+	fresh, err := r.ownGradient(g)
+	if err != nil {
+		return err
+	}
+	for {
+		old := leaf.Grad()
+		next := fresh
 		if old != nil {
-			return r.opts.Math.Add(old, g, r.opts.CreateGraph)
-		}
-		if r.owned[g.Storage()] || !g.IsContiguous() {
-			// The same gradient memory already sits in another .grad (or is
-			// the caller's), or g is a broadcast view: give this leaf its own
-			// contiguous copy.
-			if r.opts.CreateGraph {
-				zero, err := tensor.New(g.Dtype(), nil)
-				if err != nil {
-					return nil, err
-				}
-				if g, err = r.opts.Math.Add(g, zero, true); err != nil { // a recorded copy
-					return nil, err
-				}
-			} else {
-				c, err := g.Clone()
-				if err != nil {
-					return nil, err
-				}
-				g = c
+			if next, err = r.opts.Math.Add(old, g, r.opts.CreateGraph); err != nil {
+				return err
 			}
 		}
-		if !r.opts.CreateGraph {
-			g = g.Detach()
+		if leaf.CompareAndSwapGrad(old, next) {
+			r.owned[next.Storage()] = true
+			return nil
 		}
-		r.owned[g.Storage()] = true
-		return g, nil
-	})
+	}
+}
+
+// ownGradient returns g as a leaf may keep it: detached unless create_graph,
+// and copied when its memory already sits in another .grad (or is the
+// caller's) or it is a broadcast view.
+func (r *Run) ownGradient(g *tensor.Tensor) (*tensor.Tensor, error) {
+	if r.owned[g.Storage()] || !g.IsContiguous() {
+		c, err := r.opts.Math.Clone(g, r.opts.CreateGraph)
+		if err != nil {
+			return nil, err
+		}
+		g = c
+	}
+	if !r.opts.CreateGraph {
+		g = g.Detach()
+	}
+	return g, nil
 }
 
 // Result returns the gradients captured for Options.Inputs (after the run).

@@ -17,6 +17,10 @@ func (m engineMath) Adapt(g *tensor.Tensor, shape []int, dt dtype.Dtype, record 
 	return adapt(m.c.WithGrad(record), g, shape, dt)
 }
 
+func (m engineMath) Clone(t *tensor.Tensor, record bool) (*tensor.Tensor, error) {
+	return Copy(m.c.WithGrad(record), t)
+}
+
 func (m engineMath) OnesLike(t *tensor.Tensor) (*tensor.Tensor, error) {
 	return tensor.Full(t.Dtype(), t.Shape(), 1)
 }

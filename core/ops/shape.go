@@ -61,6 +61,23 @@ func Cast(c *Context, a *tensor.Tensor, dt dtype.Dtype) (*tensor.Tensor, error) 
 	return out, nil
 }
 
+var copySchema = Register(OpSchema{Name: "copy", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
+
+// Copy returns a contiguous copy of a with the same bits (-0.0 and NaN
+// payloads included). CopyBackward passes the gradient through.
+func Copy(c *Context, a *tensor.Tensor) (*tensor.Tensor, error) {
+	c = ctxOr(c)
+	if err := checkInputs(copySchema.Name, a); err != nil {
+		return nil, err
+	}
+	out, err := castPlain(c, a, a.Dtype())
+	if err != nil {
+		return nil, err
+	}
+	record(c, "CopyBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil, passThrough)
+	return out, nil
+}
+
 // passThrough is the formula of ops whose gradient is grad_out itself before
 // the trampoline's reduction and cast (cast, expand).
 func passThrough(_ *Context, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {

@@ -343,17 +343,18 @@ func (t *Tensor) SetGrad(g *Tensor) {
 	t.grad = g
 }
 
-// UpdateGrad replaces the gradient with f(old) under the tensor's lock, so
-// concurrent accumulations do not lose updates.
-func (t *Tensor) UpdateGrad(f func(old *Tensor) (*Tensor, error)) error {
+// CompareAndSwapGrad sets the gradient to new if it is still old, and
+// reports whether it did. Accumulation computes new outside any lock (the
+// maths may itself touch this tensor) and retries when another goroutine
+// got there first.
+func (t *Tensor) CompareAndSwapGrad(old, new *Tensor) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	g, err := f(t.grad)
-	if err != nil {
-		return err
+	if t.grad != old {
+		return false
 	}
-	t.grad = g
-	return nil
+	t.grad = new
+	return true
 }
 
 // WrappedScalar returns a 0-d tensor for a host-language number (a Python

@@ -112,7 +112,7 @@ def _run(roots: list[Tensor], grads: Optional[list[Optional[Tensor]]], inputs: O
             raise_status(rc)
     try:
         fid = ffi.new("int64_t*")
-        cap = 64
+        cap = _max_outputs
         buf = ffi.new("int64_t[]", cap)
         ngrads = ffi.new("int32_t*")
         release = ffi.new("int32_t*")
@@ -236,6 +236,8 @@ class _FunctionRecord:
 
 
 _function_ids = itertools.count(1)
+# The most outputs any Function call has had: the size of backward's buffer.
+_max_outputs = 64
 _function_lock = threading.Lock()
 
 
@@ -271,6 +273,8 @@ class Function:
         outs = [as_tensor(o) for o in ((result,) if single else result)]
         if is_grad_enabled() and any(ctx.needs_input_grad):
             outs = [o.detach() for o in outs]  # fresh tensors to carry this node
+            global _max_outputs
+            _max_outputs = max(_max_outputs, len(outs))
             positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
             ins = [args[i] for i in positions]
             with _function_lock:

@@ -26,10 +26,12 @@ import functools
 import math
 from typing import Any, Optional, Tuple, Union
 
+import numpy as np
+
 from . import _lib
 from ._lib import ffi, lib, raise_status
 from .dtypes import ALL, bfloat16, bool_, dtype, float16, float32, float64, int8, int16, int32, int64, uint8
-from .tensor import Releaser, Tensor, _borrowed, _copy, _info, _tokens, _wrap
+from .tensor import Releaser, Tensor, _borrowed, _copy, _info, _tokens, _wrap, from_numpy
 
 __all__ = ["from_dlpack", "to_dlpack", "DLPACK_VERSION", "KDL_CPU"]
 
@@ -291,4 +293,8 @@ def from_dlpack(x: Any, *, device: Device = None, copy: Optional[bool] = None) -
         except TypeError:  # a producer older than DLPack 1.0 takes no keywords
             capsule = export()
     t = _consume(capsule)
+    if t.dtype is bool_ and t.numel():
+        raw = t.numpy().view(np.uint8)
+        if raw.max() > 1:  # bytes other than 0/1: the kernels need canonical bools
+            return from_numpy(raw != 0)
     return _copy(t) if copy else t

@@ -12,6 +12,7 @@ import enum
 import json
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Union
 
+from . import _lib
 from ._lib import ffi, lib, raise_status
 from .tensor import ADD, DIV, MAXIMUM, MEAN, MINIMUM, MUL, SUB, SUM, Tensor, binary, reduce
 
@@ -40,6 +41,7 @@ _schemas: Optional[Dict[str, OpSchema]] = None
 
 def _load_schemas() -> Dict[str, OpSchema]:
     global _schemas
+    _lib.check_fork()
     if _schemas is None:
         needed = ffi.new("size_t*")
         rc = lib.lucid_schemas(ffi.NULL, 0, needed)

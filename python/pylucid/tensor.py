@@ -246,21 +246,14 @@ def tensor(data: Any, dtype: Optional[DTypeLike] = None, requires_grad: bool = F
 
 
 def _copy(t: "Tensor") -> "Tensor":
-    """A private contiguous copy (so the new tensor never aliases t)."""
-    z = zeros(t.shape, t.dtype)
-    from .ops import add
-
-    with _NoGrad():
-        return add(z, t)
-
-
-class _NoGrad:
-    def __enter__(self) -> None:
-        self.prev = state.mode
-        state.mode &= ~1
-
-    def __exit__(self, *exc: Any) -> None:
-        state.mode = self.prev
+    """A private contiguous copy with the same bits (-0.0 and NaN payloads
+    kept), outside any graph, so the new tensor never aliases t."""
+    _lib.check_fork()
+    info = _info()
+    rc = lib.lucid_copy(t._h, state.mode & ~1, info)
+    if rc:
+        raise_status(rc)
+    return _wrap(info)
 
 
 def zeros(shape: Union[int, Sequence[int]], dtype: DTypeLike = float32) -> "Tensor":
@@ -304,6 +297,7 @@ class Node:
 
     def name(self) -> str:
         """The node's class name, e.g. ``"MinimumBackward"``."""
+        _lib.check_fork()
         buf = ffi.new("char[]", 256)
         rc = lib.lucid_node_name(self._h, buf, 256)
         if rc:
@@ -314,6 +308,7 @@ class Node:
     def next_functions(self) -> Tuple[Tuple[Optional["Node"], int], ...]:
         """One (node, output_nr) pair per input; node is None for inputs
         that need no gradient. Leaves appear as ``AccumulateGrad`` nodes."""
+        _lib.check_fork()
         cap = 16
         while True:
             nodes = ffi.new("int64_t[]", cap)

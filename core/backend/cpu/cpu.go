@@ -242,17 +242,22 @@ func (b *Backend) elementwise(k func(*seg), ts ...*tensor.Tensor) {
 	if isFlat(n, ts) {
 		if n < MinParallel {
 			flatSegs(ts, 0, n, k)
+			runtime.KeepAlive(ts)
 			return
 		}
 		b.parallel((n+Chunk-1)/Chunk, func(c int) { flatSegs(ts, c*Chunk, min(n, (c+1)*Chunk), k) })
+		runtime.KeepAlive(ts)
 		return
 	}
 	ops := newOperands(ts...)
 	if n < MinParallel {
 		ops.segments(0, n, k)
-		return
+	} else {
+		b.parallel((n+Chunk-1)/Chunk, func(c int) {
+			ops.segments(c*Chunk, min(n, (c+1)*Chunk), k)
+		})
 	}
-	b.parallel((n+Chunk-1)/Chunk, func(c int) {
-		ops.segments(c*Chunk, min(n, (c+1)*Chunk), k)
-	})
+	// The kernels read memory through raw pointers: keep the tensors (and so
+	// their storages, whose cleanup frees the memory) reachable until done.
+	runtime.KeepAlive(ts)
 }

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -613,6 +614,9 @@ func sumAll[A accum](b *Backend, out, a *tensor.Tensor, load func(unsafe.Pointer
 		}
 		store(unsafe.Add(out.DataPointer(), o*osz), total)
 	}
+	runtime.KeepAlive(a) // read through raw pointers above (see elementwise)
+	runtime.KeepAlive(pa)
+	runtime.KeepAlive(out)
 }
 
 // Sum implements backend.IBackend.

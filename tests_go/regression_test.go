@@ -1,0 +1,65 @@
+package tests_go
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/ops"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+// A leaf that is its own upstream gradient, with create_graph: accumulation
+// must not take the leaf's lock and then need it again (it hung once).
+func TestBackwardWithLeafAsItsOwnGradient(t *testing.T) {
+	x, err := tensor.FromFloat64s(dtype.Float64, []int{2}, []float64{1, 2})
+	require.NoError(t, err)
+	require.NoError(t, x.SetRequiresGrad(true))
+	done := make(chan error, 1)
+	go func() {
+		err := ops.Backward(nil, []*tensor.Tensor{x}, []*tensor.Tensor{x}, false, true)
+		if err == nil {
+			err = ops.Backward(nil, []*tensor.Tensor{x}, []*tensor.Tensor{x}, false, true) // accumulate: old != nil
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("backward hung")
+	}
+	require.Equal(t, []float64{2, 4}, x.Grad().Float64s())
+}
+
+// Copies keep every bit: -0.0 and NaN payloads survive ops.Copy, and the
+// engine's copy of a shared gradient.
+func TestCopyKeepsBits(t *testing.T) {
+	nan := math.Float32bits(float32(math.NaN())) | 0x1234
+	bits := []uint64{uint64(math.Float32bits(float32(math.Copysign(0, -1)))), uint64(nan), 0x3f800000}
+	x, err := tensor.FromBits(dtype.Float32, []int{3}, bits)
+	require.NoError(t, err)
+	c, err := ops.Copy(nil, x)
+	require.NoError(t, err)
+	require.Equal(t, bits, c.Bits())
+	require.NotSame(t, x.Storage(), c.Storage())
+
+	// Two leaves fed the caller's own gradient tensor each get a private copy
+	// of it, bit for bit.
+	a, err := tensor.FromFloat64s(dtype.Float32, []int{3}, []float64{1, 2, 3})
+	require.NoError(t, err)
+	b, err := tensor.FromFloat64s(dtype.Float32, []int{3}, []float64{4, 5, 6})
+	require.NoError(t, err)
+	require.NoError(t, a.SetRequiresGrad(true))
+	require.NoError(t, b.SetRequiresGrad(true))
+	y, err := ops.Add(nil, a, b)
+	require.NoError(t, err)
+	require.NoError(t, ops.Backward(nil, []*tensor.Tensor{y}, []*tensor.Tensor{x}, false, false))
+	require.Equal(t, bits, a.Grad().Bits())
+	require.Equal(t, bits, b.Grad().Bits())
+	require.NotSame(t, a.Grad().Storage(), b.Grad().Storage())
+	require.NotSame(t, x.Storage(), a.Grad().Storage())
+}
