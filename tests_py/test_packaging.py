@@ -3,22 +3,31 @@ py3-none-<platform>, and the tests import the installed package."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import subprocess
 import sys
 import sysconfig
 import zipfile
 
-import pylucid
-
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def test_imported_from_outside_the_source_tree() -> None:
-    here = pathlib.Path(pylucid.__file__).resolve()
-    assert ROOT / "python" not in here.parents or "site-packages" in str(here), here
+def test_imported_from_outside_the_source_tree(tmp_path: pathlib.Path) -> None:
+    # A fresh interpreter in an unrelated directory, without PYTHONPATH, finds
+    # the installed package with its library inside it.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run(
+        [sys.executable, "-c", "import pylucid, numpy as np; print(pylucid.__file__); "
+                               "print(pylucid.ops.minimum(np.float32([1, 3]), 2.0).numpy().tolist())"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=True,
+    )
+    path, values = out.stdout.strip().splitlines()
+    here = pathlib.Path(path).resolve()
+    assert ROOT not in here.parents, here
     assert (here.parent / "_native" / "lucid.h").is_file()
     assert (here.parent / "py.typed").is_file()
+    assert values == "[1.0, 2.0]"
 
 
 def test_wheel_is_platform_tagged_and_ships_the_library(tmp_path: pathlib.Path) -> None:
