@@ -14,6 +14,7 @@ import "C"
 import (
 	"fmt"
 	"math/bits"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,9 @@ type handleTable struct {
 var handles = handleTable{objs: map[int64]any{}, nodes: map[any]int64{}, refs: map[int64]int{}}
 
 func (h *handleTable) put(obj any) int64 {
+	if t, ok := obj.(*tensor.Tensor); ok {
+		t.Storage().AddHandle()
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.next++
@@ -122,6 +126,11 @@ func (h *handleTable) release(id int64) error {
 		delete(h.nodes, obj)
 	}
 	delete(h.objs, id)
+	if t, ok := obj.(*tensor.Tensor); ok {
+		// Frees the memory now if this was the storage's only handle and
+		// nothing else ever shared it (the handle's user is done with it).
+		t.Storage().ReleaseHandle()
+	}
 	return nil
 }
 
@@ -291,6 +300,10 @@ func roundSize(n int) int {
 	return 1 << bits.Len(uint(n-1))
 }
 
+// poisonFreed (environment LUCID_DEBUG_POISON=1) overwrites freed blocks, so
+// that a test run turns any use of freed memory into wrong numbers.
+var poisonFreed = os.Getenv("LUCID_DEBUG_POISON") == "1"
+
 type cAllocator struct{}
 
 func (cAllocator) Alloc(n int, zeroed bool) ([]byte, func(), error) {
@@ -316,6 +329,9 @@ func (cAllocator) Alloc(n int, zeroed bool) ([]byte, func(), error) {
 	cBytes.Add(int64(n))
 	cBlocks.Add(1)
 	return unsafe.Slice((*byte)(p), n), func() {
+		if poisonFreed {
+			C.memset(p, 0xA5, C.size_t(size)) // LUCID_DEBUG_POISON: make use-after-free visible
+		}
 		if !pool.put(p, size) {
 			C.free(p)
 		}

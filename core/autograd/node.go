@@ -69,6 +69,11 @@ type Saved struct {
 
 // Save records tensors for the backward pass.
 func (s *Saved) Save(ts ...*tensor.Tensor) {
+	for _, t := range ts {
+		if t != nil {
+			t.Storage().MarkShared() // kept beyond the call: never freed early
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tensors = ts

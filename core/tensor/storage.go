@@ -14,9 +14,55 @@ import (
 // Either way, the release hook given at creation runs exactly once, after the
 // last Go reference to the Storage is gone (runtime.AddCleanup), so the
 // owner of borrowed memory learns when Go no longer needs it.
+//
+// Owned memory can also go back early: a host that hands tensors out by
+// handle (the C ABI) reports each handle with AddHandle/ReleaseHandle, and
+// when the last handle of a storage that nothing else in Go ever shared goes,
+// its memory is freed at once — while still in cache — instead of at the
+// next garbage collection. Anything that lets the storage outlive that handle
+// (a view, a saved tensor, a .grad, a grad_fn, a second handle) marks it
+// shared first, which rules early freeing out for good.
 type Storage struct {
 	data     []byte
 	readOnly bool
+	owned    *ownedMemory // nil for borrowed memory
+	shared   atomic.Bool
+	handles  atomic.Int32
+}
+
+// ownedMemory frees allocator memory exactly once: early (ReleaseHandle) or
+// from the storage's cleanup, whichever comes first.
+type ownedMemory struct {
+	done atomic.Bool
+	free func()
+}
+
+func (m *ownedMemory) release() {
+	if m.done.CompareAndSwap(false, true) {
+		m.free()
+	}
+}
+
+// MarkShared records that something besides a single host handle may use the
+// storage, so it is only ever freed by the garbage collector.
+func (s *Storage) MarkShared() { s.shared.Store(true) }
+
+// AddHandle records a host handle to a tensor on this storage; a second one
+// marks it shared.
+func (s *Storage) AddHandle() {
+	if s.handles.Add(1) > 1 {
+		s.MarkShared()
+	}
+}
+
+// ReleaseHandle records that a host handle is gone. If it was the only one
+// and the storage was never shared, owned memory is freed now. The caller
+// guarantees nothing is still using the tensor through that handle.
+func (s *Storage) ReleaseHandle() {
+	if s.handles.Add(-1) == 0 && !s.shared.Load() && s.owned != nil {
+		s.owned.release()
+		s.data = nil
+	}
 }
 
 // Allocator provides memory for new storages. A host embedding the core (the
@@ -74,7 +120,8 @@ func newStorage(nbytes int, zeroed bool) (*Storage, error) {
 	}
 	s := &Storage{data: data}
 	if free != nil {
-		runtime.AddCleanup(s, func(f func()) { f() }, free)
+		s.owned = &ownedMemory{free: free}
+		runtime.AddCleanup(s, func(m *ownedMemory) { m.release() }, s.owned)
 	}
 	return s, nil
 }

@@ -147,6 +147,7 @@ func NewView(s *Storage, dt dtype.Dtype, shape, strides []int, offset int) (*Ten
 	if err != nil {
 		return nil, err
 	}
+	s.MarkShared()
 	t := &Tensor{storage: s, dtype: dt, shape: clone(shape), strides: clone(strides), offset: offset}
 	if n == 0 {
 		return t, nil
@@ -317,6 +318,7 @@ func (t *Tensor) GradFn() (GradNode, int) {
 // SetGradFn records the producing node; it marks the tensor as requiring grad.
 // Only core/autograd and op implementations call it.
 func (t *Tensor) SetGradFn(n GradNode, outputNr int) {
+	t.storage.MarkShared()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.gradFn, t.outputNr, t.requiresGrad = n, outputNr, n != nil
@@ -338,6 +340,9 @@ func (t *Tensor) Grad() *Tensor {
 
 // SetGrad replaces the accumulated gradient (nil clears it).
 func (t *Tensor) SetGrad(g *Tensor) {
+	if g != nil {
+		g.storage.MarkShared()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.grad = g
@@ -348,6 +353,9 @@ func (t *Tensor) SetGrad(g *Tensor) {
 // maths may itself touch this tensor) and retries when another goroutine
 // got there first.
 func (t *Tensor) CompareAndSwapGrad(old, new *Tensor) bool {
+	if new != nil {
+		new.storage.MarkShared()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.grad != old {
@@ -386,5 +394,6 @@ func (t *Tensor) IsWrappedNumber() bool { return t.wrapped }
 
 // Detach returns a view of the same data that is not part of any graph.
 func (t *Tensor) Detach() *Tensor {
+	t.storage.MarkShared()
 	return &Tensor{storage: t.storage, dtype: t.dtype, shape: t.shape, strides: t.strides, offset: t.offset}
 }

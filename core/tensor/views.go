@@ -89,6 +89,7 @@ func (t *Tensor) BroadcastTo(out []int) (*Tensor, error) {
 }
 
 func (t *Tensor) view(shape, strides []int, offset int) *Tensor {
+	t.storage.MarkShared()
 	return &Tensor{storage: t.storage, dtype: t.dtype, shape: shape, strides: strides, offset: offset}
 }
 
