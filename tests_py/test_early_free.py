@@ -1,0 +1,72 @@
+"""Results whose only handle goes are freed at once (not at the next garbage
+collection). These tests run workloads with LUCID_DEBUG_POISON=1, which makes
+the library overwrite every freed block, so any use of memory that was freed
+too early shows up as wrong numbers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+WORKLOAD = r'''
+import numpy as np, pylucid as pl
+from pylucid import ops, autograd
+
+rng = np.random.default_rng(0)
+a_np = rng.standard_normal((64, 256)).astype(np.float32)
+b_np = rng.standard_normal((256,)).astype(np.float32)
+want_min = np.minimum(a_np, b_np)
+for i in range(300):
+    a = pl.from_numpy(a_np)
+    b = pl.tensor(b_np)
+    y = ops.minimum(a, b)            # a fresh result, dropped next iteration
+    v = y.numpy()                    # a NumPy view keeps it alive
+    del y
+    z = ops.add(ops.maximum(a, b), 1.0)
+    assert np.array_equal(v, want_min), i
+    assert np.array_equal(z.numpy(), np.maximum(a_np, b_np) + 1), i
+    t = pl.tensor(a_np, requires_grad=True)
+    loss = ops.minimum(t, b).sum()
+    g = autograd.grad(loss, t)[0]
+    del loss
+    assert np.array_equal(g.numpy(), (a_np <= b_np).astype(np.float32)), i
+    u = ops.add(a, 1.0)              # no grad, but saved by mul for its backward
+    loss2 = ops.mul(t, u).sum()
+    del u
+    g2 = autograd.grad(loss2, t)[0]
+    assert np.array_equal(g2.numpy(), a_np + 1), i
+    d = ops.mul(a, 2.0)
+    cap = np.from_dlpack(d)          # a DLPack consumer outlives the tensor
+    del d
+    assert np.array_equal(cap, a_np * 2), i
+    e = ops.sub(a, b).detach()       # detach shares memory
+    r = e.to(pl.float32)             # same dtype: the same tensor
+    del e
+    assert np.array_equal(r.numpy(), a_np - b_np), i
+print("ok")
+'''
+
+
+def test_early_free_never_frees_memory_still_in_use() -> None:
+    env = dict(os.environ, LUCID_DEBUG_POISON="1")
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(WORKLOAD)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"
+
+
+def test_dropped_results_free_their_memory_at_once() -> None:
+    code = r'''
+import numpy as np, pylucid as pl
+from pylucid import ops
+a = pl.from_numpy(np.ones(1 << 16, np.float32))
+before = pl._stats()["c_blocks"]
+for _ in range(50):
+    ops.minimum(a, a)
+print(pl._stats()["c_blocks"] - before)
+'''
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"  # without early freeing, 50 blocks wait for the collector
