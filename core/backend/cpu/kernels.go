@@ -150,18 +150,19 @@ func bitsFor(dt dtype.Dtype) bitsFuncs {
 	return bitsFuncs{selectBits[uint64], routeBits[uint64]}
 }
 
-// withMask runs k over the elements with a scratch mask per segment. fast,
-// if not nil, may handle a prefix of each segment first (a SIMD path) and
-// returns how many elements it did.
-func (b *Backend) withMask(mf maskFunc, ia, ib int, fast func(*seg) int, k func(m []bool, s *seg), ts ...*tensor.Tensor) {
-	b.elementwise(func(s *seg) {
+// maskedKernel builds the per-segment function of a selection kernel over
+// nops operands: fast, if not nil, may handle a prefix of each segment first
+// (a SIMD path) and returns how many elements it did; the rest gets a scratch
+// mask from mf (a at operand ia, b at ib) and k applies it.
+func maskedKernel(nops int, mf maskFunc, ia, ib int, fast func(*seg) int, k func(m []bool, s *seg)) func(*seg) {
+	return func(s *seg) {
 		if fast != nil {
 			done := fast(s)
 			if done == s.n {
 				return
 			}
 			if done > 0 {
-				rest := s.advance(done, len(ts))
+				rest := s.advance(done, nops)
 				s = &rest
 			}
 		}
@@ -169,7 +170,63 @@ func (b *Backend) withMask(mf maskFunc, ia, ib int, fast func(*seg) int, k func(
 		mf(buf[:s.n], s, ia, ib)
 		k(buf[:s.n], s)
 		maskBufs.Put(buf)
-	}, ts...)
+	}
+}
+
+// Selection kernels are built once per (op, compared dtype, value dtype) at
+// init, so an op call allocates no closures.
+var (
+	selectKernels [2][16]func(*seg)     // [maximum][dtype]: minimum/maximum forward
+	routeKernels  [2][16][16]func(*seg) // [maximum][compared dtype][gradient dtype]
+)
+
+func init() {
+	for mxi, op := range []backend.BinaryOp{backend.Minimum, backend.Maximum} {
+		for _, cd := range dtype.All() {
+			selectKernels[mxi][cd] = buildSelect(op, cd)
+			for _, gd := range dtype.All() {
+				routeKernels[mxi][cd][gd] = buildRoute(op, cd, gd)
+			}
+		}
+	}
+}
+
+func buildSelect(op backend.BinaryOp, dt dtype.Dtype) func(*seg) {
+	mf, err := mask(dt, op)
+	if err != nil {
+		return nil
+	}
+	sel := bitsFor(dt).sel
+	var fast func(*seg) int
+	mx := op == backend.Maximum
+	if sz := simdSize(dt); sz != 0 {
+		fast = func(s *seg) int { return simdSelect(s, sz, mx, 0, 1, 2) }
+	} else if lim := halfNaNLimit(dt); lim != 0 {
+		fast = func(s *seg) int { return simdSelectHalf(s, lim, mx, 0, 1, 2) }
+	}
+	return maskedKernel(3, mf, 1, 2, fast, func(m []bool, s *seg) { sel(m, s, 0, 1, 2) })
+}
+
+func buildRoute(op backend.BinaryOp, cd, gd dtype.Dtype) func(*seg) {
+	mf, err := mask(cd, op)
+	if err != nil {
+		return nil
+	}
+	var fast func(*seg) int
+	mx := op == backend.Maximum
+	if sz := simdSize(gd); sz != 0 && cd == gd {
+		fast = func(s *seg) int { return simdRoute(s, sz, mx) }
+	} else if lim := halfNaNLimit(gd); lim != 0 && cd == gd {
+		fast = func(s *seg) int { return simdRouteHalf(s, lim, mx) }
+	}
+	return maskedKernel(5, mf, 2, 3, fast, bitsFor(gd).route)
+}
+
+func mxIndex(op backend.BinaryOp) int {
+	if op == backend.Maximum {
+		return 1
+	}
+	return 0
 }
 
 // maskBufs recycles mask scratch: it escapes to the heap (it is passed to
@@ -211,19 +268,14 @@ func (b *Backend) Route(op backend.BinaryOp, ga, gb, a, bb, g *tensor.Tensor) er
 	if err := backend.CheckSameDtype(g, ga, gb); err != nil {
 		return err
 	}
-	mf, err := mask(a.Dtype(), op)
-	if err != nil {
-		return err
+	if !op.IsMinMax() {
+		return fmt.Errorf("selection needs minimum or maximum, got %v", op)
 	}
-	route := bitsFor(g.Dtype()).route
-	var fast func(*seg) int
-	mx := op == backend.Maximum
-	if sz := simdSize(g.Dtype()); sz != 0 && a.Dtype() == g.Dtype() {
-		fast = func(s *seg) int { return simdRoute(s, sz, mx) }
-	} else if lim := halfNaNLimit(g.Dtype()); lim != 0 && a.Dtype() == g.Dtype() {
-		fast = func(s *seg) int { return simdRouteHalf(s, lim, mx) }
+	k := routeKernels[mxIndex(op)][a.Dtype()][g.Dtype()]
+	if k == nil {
+		return fmt.Errorf("unsupported dtype %v", a.Dtype())
 	}
-	b.withMask(mf, 2, 3, fast, route, ga, gb, a, bb, g)
+	b.elementwise(k, ga, gb, a, bb, g)
 	return nil
 }
 
@@ -243,7 +295,7 @@ func (b *Backend) Select(op backend.BinaryOp, out, a, bb, x, y *tensor.Tensor) e
 		return err
 	}
 	sel := bitsFor(out.Dtype()).sel
-	b.withMask(mf, 1, 2, nil, func(m []bool, s *seg) { sel(m, s, 0, 3, 4) }, out, a, bb, x, y)
+	b.elementwise(maskedKernel(5, mf, 1, 2, nil, func(m []bool, s *seg) { sel(m, s, 0, 3, 4) }), out, a, bb, x, y)
 	return nil
 }
 
@@ -381,19 +433,11 @@ func (b *Backend) Binary(op backend.BinaryOp, out, a, bb *tensor.Tensor) error {
 		return err
 	}
 	if op.IsMinMax() {
-		mf, err := mask(a.Dtype(), op)
-		if err != nil {
-			return err
+		k := selectKernels[mxIndex(op)][a.Dtype()]
+		if k == nil {
+			return fmt.Errorf("unsupported dtype %v", a.Dtype())
 		}
-		sel := bitsFor(out.Dtype()).sel
-		var fast func(*seg) int
-		mx := op == backend.Maximum
-		if sz := simdSize(out.Dtype()); sz != 0 {
-			fast = func(s *seg) int { return simdSelect(s, sz, mx, 0, 1, 2) }
-		} else if lim := halfNaNLimit(out.Dtype()); lim != 0 {
-			fast = func(s *seg) int { return simdSelectHalf(s, lim, mx, 0, 1, 2) }
-		}
-		b.withMask(mf, 1, 2, fast, func(m []bool, s *seg) { sel(m, s, 0, 1, 2) }, out, a, bb)
+		b.elementwise(k, out, a, bb)
 		return nil
 	}
 	if op > backend.Div {
