@@ -398,26 +398,22 @@ var binaryOps = map[C.int32_t]func(*ops.Context, *tensor.Tensor, *tensor.Tensor)
 	C.LUCID_MINIMUM: ops.Minimum, C.LUCID_MAXIMUM: ops.Maximum,
 }
 
-//export lucid_binary
-func lucid_binary(op C.int32_t, a, b C.int64_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
+// opCall runs f on the tensors behind handles hs under the call's mode and
+// returns the result through out: the shape shared by every op export.
+func opCall(mode C.int32_t, out *C.lucid_tensor_info, hs []C.int64_t,
+	f func(c *ops.Context, ts []*tensor.Tensor) (*tensor.Tensor, error)) C.int {
 	return call(func() error {
-		f, ok := binaryOps[op]
-		if !ok {
-			return errs.Valuef("unknown binary op %d", int(op))
-		}
 		c, err := contextOf(mode)
 		if err != nil {
 			return err
 		}
-		ta, err := getTensor(a)
-		if err != nil {
-			return err
+		ts := make([]*tensor.Tensor, len(hs))
+		for i, h := range hs {
+			if ts[i], err = getTensor(h); err != nil {
+				return err
+			}
 		}
-		tb, err := getTensor(b)
-		if err != nil {
-			return err
-		}
-		y, err := f(c, ta, tb)
+		y, err := f(c, ts)
 		if err != nil {
 			return err
 		}
@@ -425,101 +421,63 @@ func lucid_binary(op C.int32_t, a, b C.int64_t, mode C.int32_t, out *C.lucid_ten
 	})
 }
 
+//export lucid_binary
+func lucid_binary(op C.int32_t, a, b C.int64_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
+	return opCall(mode, out, []C.int64_t{a, b}, func(c *ops.Context, ts []*tensor.Tensor) (*tensor.Tensor, error) {
+		f, ok := binaryOps[op]
+		if !ok {
+			return nil, errs.Valuef("unknown binary op %d", int(op))
+		}
+		return f(c, ts[0], ts[1])
+	})
+}
+
 //export lucid_unary
 func lucid_unary(op C.int32_t, a C.int64_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
-	return call(func() error {
+	return opCall(mode, out, []C.int64_t{a}, func(c *ops.Context, ts []*tensor.Tensor) (*tensor.Tensor, error) {
 		if op != C.LUCID_NEG {
-			return errs.Valuef("unknown unary op %d", int(op))
+			return nil, errs.Valuef("unknown unary op %d", int(op))
 		}
-		c, err := contextOf(mode)
-		if err != nil {
-			return err
-		}
-		ta, err := getTensor(a)
-		if err != nil {
-			return err
-		}
-		y, err := ops.Neg(c, ta)
-		if err != nil {
-			return err
-		}
-		return fill(out, y)
+		return ops.Neg(c, ts[0])
 	})
 }
 
 //export lucid_reduce
 func lucid_reduce(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, keepdim C.int32_t, mode C.int32_t,
 	out *C.lucid_tensor_info) C.int {
-	return call(func() error {
-		c, err := contextOf(mode)
-		if err != nil {
-			return err
-		}
-		ta, err := getTensor(a)
-		if err != nil {
-			return err
-		}
+	return opCall(mode, out, []C.int64_t{a}, func(c *ops.Context, ts []*tensor.Tensor) (*tensor.Tensor, error) {
 		var ds []int
 		if ndims >= 0 {
+			var err error
 			if ds, err = shapeOf(ndims, dims); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		var y *tensor.Tensor
 		switch op {
 		case C.LUCID_SUM:
-			y, err = ops.Sum(c, ta, ds, keepdim != 0)
+			return ops.Sum(c, ts[0], ds, keepdim != 0)
 		case C.LUCID_MEAN:
-			y, err = ops.Mean(c, ta, ds, keepdim != 0)
-		default:
-			return errs.Valuef("unknown reduction %d", int(op))
+			return ops.Mean(c, ts[0], ds, keepdim != 0)
 		}
-		if err != nil {
-			return err
-		}
-		return fill(out, y)
+		return nil, errs.Valuef("unknown reduction %d", int(op))
 	})
 }
 
 //export lucid_copy
 func lucid_copy(a C.int64_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
-	return call(func() error {
-		c, err := contextOf(mode)
-		if err != nil {
-			return err
-		}
-		ta, err := getTensor(a)
-		if err != nil {
-			return err
-		}
-		y, err := ops.Copy(c, ta)
-		if err != nil {
-			return err
-		}
-		return fill(out, y)
+	return opCall(mode, out, []C.int64_t{a}, func(c *ops.Context, ts []*tensor.Tensor) (*tensor.Tensor, error) {
+		return ops.Copy(c, ts[0])
 	})
 }
 
 //export lucid_cast
 func lucid_cast(a C.int64_t, dt C.int32_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
-	return call(func() error {
-		c, err := contextOf(mode)
-		if err != nil {
-			return err
-		}
+	return opCall(mode, out, []C.int64_t{a}, func(c *ops.Context, ts []*tensor.Tensor) (*tensor.Tensor, error) {
 		d, err := dtypeOf(dt)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ta, err := getTensor(a)
-		if err != nil {
-			return err
-		}
-		y, err := ops.Cast(c, ta, d)
-		if err != nil {
-			return err
-		}
-		return fill(out, y)
+		return ops.Cast(c, ts[0], d)
 	})
 }
 
