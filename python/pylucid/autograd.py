@@ -110,6 +110,12 @@ def _run(roots: list[Tensor], grads: Optional[list[Optional[Tensor]]], inputs: O
         rc = lib.lucid_backward_start(root_h, grad_h, n, in_h, len(inputs), flags, state.mode, run)
         if rc:
             raise_status(rc)
+    return _drive(run[0], inputs, create_graph)
+
+
+def _drive(run: int, inputs: Optional[list[Tensor]], create_graph: bool) -> list[Optional[Tensor]]:
+    """Runs a started backward to the end, running Python Functions as the
+    engine stops at them, and releases the run."""
     try:
         fid = ffi.new("int64_t*")
         cap = _max_outputs
@@ -117,7 +123,7 @@ def _run(roots: list[Tensor], grads: Optional[list[Optional[Tensor]]], inputs: O
         ngrads = ffi.new("int32_t*")
         release = ffi.new("int32_t*")
         while True:
-            rc = lib.lucid_backward_next(run[0], fid, buf, cap, ngrads, release)
+            rc = lib.lucid_backward_next(run, fid, buf, cap, ngrads, release)
             if rc:
                 raise_status(rc)
             if fid[0] == 0:
@@ -129,13 +135,13 @@ def _run(roots: list[Tensor], grads: Optional[list[Optional[Tensor]]], inputs: O
             results = record.run_backward(out_grads, bool(release[0]), create_graph)
             keep = results  # keep the tensors alive across the call
             res_h = ffi.new("int64_t[]", [0 if g is None else g._h for g in keep])
-            rc = lib.lucid_backward_resume(run[0], res_h, len(keep))
+            rc = lib.lucid_backward_resume(run, res_h, len(keep))
             if rc:
                 raise_status(rc)
         if inputs is None:
             return []
         out = ffi.new("int64_t[]", max(len(inputs), 1))
-        rc = lib.lucid_backward_result(run[0], out, len(inputs))
+        rc = lib.lucid_backward_result(run, out, len(inputs))
         if rc:
             raise_status(rc)
         res: list[Optional[Tensor]] = []
@@ -143,7 +149,7 @@ def _run(roots: list[Tensor], grads: Optional[list[Optional[Tensor]]], inputs: O
             res.append(from_handle(out[i]) if out[i] else None)
         return res
     finally:
-        lib.lucid_release(run[0])
+        lib.lucid_release(run)
 
 
 def backward(tensors: Union[Tensor, Sequence[Tensor]], grad_tensors: Optional[Sequence[Any]] = None,

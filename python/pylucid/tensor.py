@@ -476,6 +476,23 @@ class Tensor:
     def backward(self, gradient: Optional[TensorLike] = None, retain_graph: Optional[bool] = None,
                  create_graph: bool = False) -> None:
         """Accumulates d(self)/d(leaf) into every leaf's ``.grad``."""
+        if gradient is None and not retain_graph and not create_graph:
+            # The common call: one C call, with per-thread scratch.
+            if _lib._forked:
+                _lib.check_fork()
+            try:
+                root, run = _tls.bw
+            except AttributeError:
+                root, run = _tls.bw = (ffi.new("int64_t[1]"), ffi.new("int64_t*"))
+            root[0] = self._h
+            rc = lib.lucid_backward_run(root, ffi.NULL, 1, 0, state.mode, run)
+            if rc:
+                raise_status(rc)
+            if run[0]:  # stopped at a Python autograd.Function: run the rest from Python
+                from .autograd import _drive
+
+                _drive(run[0], None, False)
+            return
         from .autograd import backward
 
         backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
@@ -657,10 +674,9 @@ _unpack = ffi.unpack
 def reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool) -> Tensor:
     _lib.check_fork()
     ta = as_tensor(a)
-    if dim is None:
-        dims: list[int] = []
-        nd = -1
-    else:
+    dims: Any = ffi.NULL
+    nd = -1
+    if dim is not None:
         dims = [dim] if isinstance(dim, int) else [int(d) for d in dim]
         nd = len(dims)
     info = _info()
