@@ -63,3 +63,31 @@ func TestCopyKeepsBits(t *testing.T) {
 	require.NotSame(t, a.Grad().Storage(), b.Grad().Storage())
 	require.NotSame(t, x.Storage(), a.Grad().Storage())
 }
+
+// Full fills every element with the value rounded to the dtype.
+func TestFullFillsEveryElement(t *testing.T) {
+	for _, dt := range dtype.All() {
+		for _, shape := range [][]int{nil, {0}, {1}, {3, 5}, {2, 1, 70}} {
+			f, err := tensor.Full(dt, shape, 3)
+			require.NoError(t, err)
+			require.Equal(t, shape, nilIfEmpty(f.Shape()))
+			want := 3.0
+			if dt == dtype.Bool {
+				want = 1
+			}
+			for i, v := range f.Float64s() {
+				require.Equal(t, want, v, "%v %v element %d", dt, shape, i)
+			}
+		}
+	}
+	h, err := tensor.Full(dtype.Float16, []int{4}, 0.1)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{0x2e66, 0x2e66, 0x2e66, 0x2e66}, h.Bits()) // 0.1 to float16, nearest even
+}
+
+func nilIfEmpty(s []int) []int {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}

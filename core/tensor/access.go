@@ -249,15 +249,20 @@ func Scalar(dt dtype.Dtype, v float64) (*Tensor, error) {
 
 // Full returns a contiguous tensor of the given shape filled with v.
 func Full(dt dtype.Dtype, shape []int, v float64) (*Tensor, error) {
-	s, err := Scalar(dt, v)
+	t, err := Empty(dt, shape)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.BroadcastTo(shape)
-	if err != nil {
-		return nil, err
+	n, sz := t.Numel(), dt.Size()
+	if n == 0 {
+		return t, nil
 	}
-	return b.Clone()
+	StoreFloat64(dt, t.storage.Pointer(), v)
+	first := t.storage.data[:sz]
+	for off := sz; off < n*sz; off += sz { // replicate the first element's bytes
+		copy(t.storage.data[off:off+sz], first)
+	}
+	return t, nil
 }
 
 // Clone returns a contiguous copy of t (autograd fields are not copied).
