@@ -249,8 +249,8 @@ const (
 	smallMax      = 64 << 10 // below this, sizes round up to a power of two
 	hugeMin       = 4 << 20  // from this size, 2 MB aligned with transparent huge pages
 	hugeAlign     = 2 << 20
-	poolCap       = 192 << 20
-	poolMaxBlock  = 96 << 20
+	poolCap       = 384 << 20
+	poolMaxBlock  = 128 << 20
 	smallAlign    = 64
 	smallPerClass = 1024
 )
