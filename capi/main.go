@@ -111,6 +111,16 @@ func dtypeOf(d C.int32_t) (dtype.Dtype, error) {
 	return dt, nil
 }
 
+// dtypeAndShape decodes the dtype and shape arguments of a tensor-making call.
+func dtypeAndShape(dt C.int32_t, ndim C.int32_t, shape *C.int64_t) (dtype.Dtype, []int, error) {
+	d, err := dtypeOf(dt)
+	if err != nil {
+		return 0, nil, err
+	}
+	s, err := shapeOf(ndim, shape)
+	return d, s, err
+}
+
 // contextOf decodes an op call's mode flags. Contexts are immutable, so one
 // per mode is made once and shared (an op call allocates none).
 func contextOf(mode C.int32_t) (*ops.Context, error) {
@@ -138,11 +148,7 @@ var contexts [1 << 12]atomic.Pointer[ops.Context]
 //export lucid_tensor_new
 func lucid_tensor_new(dt C.int32_t, ndim C.int32_t, shape *C.int64_t, out *C.lucid_tensor_info) C.int {
 	return call(func() error {
-		d, err := dtypeOf(dt)
-		if err != nil {
-			return err
-		}
-		s, err := shapeOf(ndim, shape)
+		d, s, err := dtypeAndShape(dt, ndim, shape)
 		if err != nil {
 			return err
 		}
@@ -158,11 +164,7 @@ func lucid_tensor_new(dt C.int32_t, ndim C.int32_t, shape *C.int64_t, out *C.luc
 func lucid_tensor_borrow(base unsafe.Pointer, nbytes C.int64_t, dt C.int32_t, ndim C.int32_t, shape *C.int64_t,
 	strides *C.int64_t, offset C.int64_t, readonly C.int32_t, token C.int64_t, out *C.lucid_tensor_info) C.int {
 	return call(func() error {
-		d, err := dtypeOf(dt)
-		if err != nil {
-			return err
-		}
-		s, err := shapeOf(ndim, shape)
+		d, s, err := dtypeAndShape(dt, ndim, shape)
 		if err != nil {
 			return err
 		}

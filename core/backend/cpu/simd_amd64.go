@@ -139,19 +139,9 @@ func simdRoute(s *seg, sz int, maximum bool) (done int) {
 		a, b, g := elems[float32](s.p[2], n, ua), elems[float32](s.p[3], n, ub), elems[float32](s.p[4], n, ug)
 		var zero archsimd.Float32x8
 		i := 0
-		if ua == 1 && ub == 1 && ug == 0 { // sum's backward: one upstream value for all
-			gv := archsimd.BroadcastFloat32x8(g[0])
+		if ua == 1 && ub == 1 { // upstream contiguous, or one value for all (sum's backward)
 			for ; i+8 <= n; i += 8 {
-				x, y := archsimd.LoadFloat32x8(vec8(a, i)), archsimd.LoadFloat32x8(vec8(b, i))
-				bw := bWins32(x, y, maximum)
-				zero.Merge(gv, bw).Store(vec8(ga, i))
-				gv.Merge(zero, bw).Store(vec8(gb, i))
-			}
-			return i
-		}
-		if ua == 1 && ub == 1 && ug == 1 {
-			for ; i+8 <= n; i += 8 {
-				x, y, gv := archsimd.LoadFloat32x8(vec8(a, i)), archsimd.LoadFloat32x8(vec8(b, i)), archsimd.LoadFloat32x8(vec8(g, i))
+				x, y, gv := archsimd.LoadFloat32x8(vec8(a, i)), archsimd.LoadFloat32x8(vec8(b, i)), load32(g, i, ug)
 				bw := bWins32(x, y, maximum)
 				zero.Merge(gv, bw).Store(vec8(ga, i))
 				gv.Merge(zero, bw).Store(vec8(gb, i))
