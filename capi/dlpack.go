@@ -74,7 +74,7 @@ func lucid_dlpack_export(h C.int64_t, versioned C.int32_t, copied C.int32_t, man
 			_ = handles.release(ref)
 			return fmt.Errorf("out of memory allocating a DLPack tensor")
 		}
-		dl.data = t.DataPointer()
+		dl.data = t.ExportDataPointer()
 		dl.dtype = C.DLDataType{code: C.uint8_t(code), bits: C.uint8_t(bits), lanes: 1}
 		dl.byte_offset = 0
 		shape := unsafe.Slice(dl.shape, nd)

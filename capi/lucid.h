@@ -9,9 +9,12 @@
  *    returns the message.
  *  - Go objects cross the boundary only as int64 handles (tensors, autograd
  *    nodes, backward runs). A handle is released with lucid_release; 0 is
- *    never a valid handle. No Go pointer is ever returned: tensor data lives in
- *    C memory (allocated by the library, 64-byte aligned) or in memory the
- *    caller lent with lucid_tensor_borrow.
+ *    never a valid handle. Tensor data lives in C memory (allocated by the
+ *    library, 64-byte aligned), in memory the caller lent with
+ *    lucid_tensor_borrow, or, for tensors of at most 256 bytes, in 64-byte
+ *    aligned Go memory that is pinned before its address is handed out
+ *    (lucid_tensor_info_get, lucid_dlpack_export) and stays put as long as
+ *    the tensor lives. No unpinned Go pointer is ever returned.
  *  - Strides are in elements. Shapes have at most LUCID_MAX_DIMS dims.
  *  - Every function recovers Go panics and reports them as LUCID_EPANIC.
  *  - The library installs no signal handlers and never calls back into the
@@ -87,7 +90,8 @@
  * returns one. */
 typedef struct {
     int64_t handle;
-    void *data;            /* address of element [0,...,0]; NULL when empty */
+    void *data;            /* address of element [0,...,0]; NULL when empty. Only
+                              lucid_tensor_info_get fills it: other calls leave NULL */
     int32_t dtype;
     int32_t ndim;
     int32_t requires_grad;

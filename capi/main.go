@@ -62,12 +62,18 @@ func fill(out *C.lucid_tensor_info, t *tensor.Tensor) error {
 		return errs.Valuef("output info pointer is NULL")
 	}
 	out.handle = C.int64_t(handles.put(t))
-	fillInfo(out, t)
+	fillInfo(out, t, false)
 	return nil
 }
 
-func fillInfo(out *C.lucid_tensor_info, t *tensor.Tensor) {
-	out.data = t.DataPointer()
+// fillInfo describes t in out. The data address is given only when asked
+// (lucid_tensor_info_get): handing it out pins small tensors' Go memory,
+// which op results should not pay for.
+func fillInfo(out *C.lucid_tensor_info, t *tensor.Tensor, withData bool) {
+	out.data = nil
+	if withData {
+		out.data = t.ExportDataPointer()
+	}
 	out.dtype = C.int32_t(t.Dtype())
 	out.ndim = C.int32_t(t.Ndim())
 	out.requires_grad = boolInt(t.RequiresGrad())
@@ -232,7 +238,7 @@ func lucid_tensor_info_get(h C.int64_t, out *C.lucid_tensor_info) C.int {
 			return errs.Valuef("output info pointer is NULL")
 		}
 		out.handle = h
-		fillInfo(out, t)
+		fillInfo(out, t, true)
 		return nil
 	})
 }

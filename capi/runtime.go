@@ -304,11 +304,26 @@ func roundSize(n int) int {
 // that a test run turns any use of freed memory into wrong numbers.
 var poisonFreed = os.Getenv("LUCID_DEBUG_POISON") == "1"
 
+// goMax is the largest request served from Go's heap instead of C memory.
+// C memory needs a cleanup registered per storage to be freed, and that
+// costs more than a whole op on a small tensor; Go memory is simply
+// collected, and pinned before its address is handed out
+// (tensor.Storage.PinnedPointer). Sizes rounded up to 64 bytes fall into Go
+// size classes that are multiples of 64, so blocks stay 64-byte aligned;
+// anything else falls back to C memory.
+const goMax = 256
+
 type cAllocator struct{}
 
 func (cAllocator) Alloc(n int, zeroed bool) ([]byte, func(), error) {
 	if n == 0 {
 		return nil, nil, nil
+	}
+	if n <= goMax {
+		b := make([]byte, (n+smallAlign-1)&^(smallAlign-1))
+		if uintptr(unsafe.Pointer(&b[0]))%smallAlign == 0 {
+			return b[:n:n], nil, nil
+		}
 	}
 	maybeCollect(int64(n))
 	size := roundSize(n)

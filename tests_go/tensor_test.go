@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -806,4 +808,24 @@ func TestTensorNewViewStrided(t *testing.T) {
 	e, err := tensor.NewView(base.Storage(), dtype.Int64, []int{0, 4}, []int{1000, 1000}, 1<<40)
 	require.NoError(t, err)
 	assert.Equal(t, 0, e.Numel())
+}
+
+// Storages of Go memory pin on export: the address is the storage's own,
+// stable, and dropping a pinned storage unpins it (a leaked pin would make
+// the collector panic).
+func TestStoragePinnedPointer(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		s, err := tensor.NewStorage(64)
+		require.NoError(t, err)
+		p := s.PinnedPointer()
+		require.Equal(t, s.Pointer(), p)
+		require.Equal(t, p, s.PinnedPointer(), "pinning twice returns the same address")
+	}
+	empty, err := tensor.NewStorage(0)
+	require.NoError(t, err)
+	assert.Nil(t, empty.PinnedPointer())
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(10 * time.Millisecond) // cleanups run on their own goroutine
+	runtime.GC()
 }

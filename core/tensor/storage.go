@@ -3,6 +3,7 @@ package tensor
 import (
 	"errors"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -28,6 +29,10 @@ type Storage struct {
 	owned    *ownedMemory // nil for borrowed memory
 	shared   atomic.Bool
 	handles  atomic.Int32
+	// goMemory: the bytes are Go heap memory (an Allocator that returned no
+	// free function), which foreign code may only keep once pinned.
+	goMemory bool
+	pinned   atomic.Bool
 }
 
 // ownedMemory frees allocator memory exactly once: early (ReleaseHandle) or
@@ -70,7 +75,8 @@ func (s *Storage) ReleaseHandle() {
 // to foreign code without breaking cgo's pointer rules.
 type Allocator interface {
 	// Alloc returns nbytes of memory, zero-filled when zeroed is set, and a
-	// function that frees it.
+	// function that frees it. A nil free function means Go heap memory, left
+	// to the garbage collector (and pinned before its address leaves Go).
 	Alloc(nbytes int, zeroed bool) (data []byte, free func(), err error)
 }
 
@@ -111,19 +117,29 @@ func NewStorage(nbytes int) (*Storage, error) { return newStorage(nbytes, true) 
 func NewStorageUninit(nbytes int) (*Storage, error) { return newStorage(nbytes, false) }
 
 func newStorage(nbytes int, zeroed bool) (*Storage, error) {
+	s := new(Storage)
+	if err := s.init(nbytes, zeroed); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// init allocates s's memory. s may sit inside a larger allocation (a fresh
+// tensor's, see alloc): the cleanup then runs when all of it is unreachable.
+func (s *Storage) init(nbytes int, zeroed bool) error {
 	if nbytes < 0 {
-		return nil, ErrTooLarge
+		return ErrTooLarge
 	}
 	data, free, err := allocator.Load().(allocatorBox).a.Alloc(nbytes, zeroed)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s := &Storage{data: data}
+	s.data, s.goMemory = data, free == nil
 	if free != nil {
 		s.owned = &ownedMemory{free: free}
 		runtime.AddCleanup(s, func(m *ownedMemory) { m.release() }, s.owned)
 	}
-	return s, nil
+	return nil
 }
 
 // BorrowStorage wraps memory owned elsewhere, without copying. release, if not
@@ -135,6 +151,28 @@ func BorrowStorage(data []byte, readOnly bool, release func()) *Storage {
 		runtime.AddCleanup(s, func(f func()) { f() }, release)
 	}
 	return s
+}
+
+var pinMu sync.Mutex
+
+// PinnedPointer is Pointer for an address that leaves Go: Go heap memory
+// (small storages, see Allocator) is pinned first, until the storage is
+// collected, so foreign code may keep the address as long as it keeps the
+// storage alive. Other memory is returned as it is.
+func (s *Storage) PinnedPointer() unsafe.Pointer {
+	p := s.Pointer()
+	if p == nil || !s.goMemory || s.pinned.Load() {
+		return p
+	}
+	pinMu.Lock()
+	defer pinMu.Unlock()
+	if !s.pinned.Load() {
+		pn := new(runtime.Pinner)
+		pn.Pin(p)
+		runtime.AddCleanup(s, func(pn *runtime.Pinner) { pn.Unpin() }, pn)
+		s.pinned.Store(true)
+	}
+	return p
 }
 
 // Bytes returns the storage's memory.

@@ -119,16 +119,31 @@ func alloc(dt dtype.Dtype, shape []int, zeroed bool) (*Tensor, error) {
 	if n > math.MaxInt64/dt.Size() {
 		return nil, errs.Valuef("shape %v of %v needs more bytes than fit in int64", shape, dt)
 	}
-	s, err := newStorage(n*dt.Size(), zeroed)
-	if err != nil {
+	// One allocation holds the tensor, its storage and (up to inlineDims
+	// dims) its shape and strides: every op call makes one of these.
+	f := new(freshTensor)
+	if err := f.s.init(n*dt.Size(), zeroed); err != nil {
 		return nil, err
 	}
-	// shape and strides share one allocation (a fresh tensor per op call).
-	meta := make([]int, 2*len(shape))
+	var meta []int
+	if len(shape) <= inlineDims {
+		meta = f.meta[:2*len(shape)]
+	} else {
+		meta = make([]int, 2*len(shape))
+	}
 	sh, st := meta[:len(shape):len(shape)], meta[len(shape):]
 	copy(sh, shape)
 	contiguousStrides(sh, st)
-	return &Tensor{storage: s, dtype: dt, shape: sh, strides: st}, nil
+	f.t = Tensor{storage: &f.s, dtype: dt, shape: sh, strides: st}
+	return &f.t, nil
+}
+
+const inlineDims = 4
+
+type freshTensor struct {
+	t    Tensor
+	s    Storage
+	meta [2 * inlineDims]int
 }
 
 // NewView returns a tensor over s. Every element it can address must lie
@@ -237,9 +252,15 @@ func (t *Tensor) Numel() int {
 	return n
 }
 
-// DataPointer returns the address of element [0,…,0] (nil when empty).
-func (t *Tensor) DataPointer() unsafe.Pointer {
-	p := t.storage.Pointer()
+// DataPointer returns the address of element [0,…,0] (nil when empty), for
+// use inside Go.
+func (t *Tensor) DataPointer() unsafe.Pointer { return t.dataPointer(t.storage.Pointer()) }
+
+// ExportDataPointer is DataPointer for an address handed to foreign code: Go
+// heap memory is pinned first (Storage.PinnedPointer).
+func (t *Tensor) ExportDataPointer() unsafe.Pointer { return t.dataPointer(t.storage.PinnedPointer()) }
+
+func (t *Tensor) dataPointer(p unsafe.Pointer) unsafe.Pointer {
 	if p == nil || t.Numel() == 0 {
 		return nil
 	}
