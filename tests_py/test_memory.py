@@ -154,6 +154,27 @@ def test_small_tensors_numpy_views_survive_collections_and_churn():
         assert v.__array_interface__["data"][0] == addrs[k]
 
 
+def test_detached_results_do_not_keep_their_graph_alive():
+    # loss_history.append(loss.detach()) must keep only the loss: not its
+    # graph, the saved inputs, or the intermediates.
+    _settle()
+    before = _counters()
+    kept = []
+    for k in range(10):
+        a = pylucid.tensor(np.full(1 << 20, float(k), np.float32), requires_grad=True)  # 4 MB, library memory
+        b = pylucid.tensor(np.full(1 << 20, 2.0, np.float32), requires_grad=True)
+        y = ops.minimum(a, b)
+        s = y.sum()
+        kept.append(s.detach())
+        kept.append(y.detach().sum())
+        del a, b, y, s
+    _settle()
+    after = _counters()
+    assert after["c_bytes"] - before["c_bytes"] < 1 << 20, (before, after)
+    assert after["borrowed"] == before["borrowed"], (before, after)  # the inputs' private copies went back
+    assert [float(t.item()) for t in kept[::2]] == [min(k, 2.0) * (1 << 20) for k in range(10)]
+
+
 def test_graphs_dropped_without_backward_are_freed():
     n = 1 << 20
     _settle()

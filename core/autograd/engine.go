@@ -50,18 +50,95 @@ type captureKey struct {
 	out  int
 }
 
+// nodeState is what a run knows about one node of the graph.
+type nodeState struct {
+	node      Node
+	seen      bool // need is known
+	visiting  bool
+	need      bool // the node leads to something the run wants
+	counted   bool
+	inReady   bool
+	hasBuffer bool
+	ran       bool
+	deps      int              // gradients still to arrive from nodes that run
+	buf       []*tensor.Tensor // gradients of the node's outputs (nil = none yet)
+	one       [1]*tensor.Tensor
+}
+
+// linearMax is the graph size up to which node states are found by a linear
+// scan: small graphs (one call's worth of ops) then cost no map at all.
+const linearMax = 16
+
 // Run is one backward pass in progress.
 type Run struct {
 	opts     Options
-	deps     map[Node]int
-	buffers  map[Node][]*tensor.Tensor
-	ready    []Node
-	needed   map[Node]bool
-	captures map[captureKey][]int // key → indices into results (an input may be listed twice)
+	states   []nodeState
+	index    map[Node]int32 // built once the graph outgrows linearMax
+	ready    []int32
+	captures map[captureKey][]int // key → indices into results (an input may be listed twice); Grad only
 	results  []*tensor.Tensor
-	owned    map[*tensor.Storage]bool // memory already held as a .grad or given by the caller
+	owned    []*tensor.Storage // memory already held as a .grad or given by the caller
 	pending  *ExternalNode
 	done     bool
+
+	statesBuf [8]nodeState
+	readyBuf  [8]int32
+	ownedBuf  [4]*tensor.Storage
+}
+
+// find returns the index of n's state, or -1.
+func (r *Run) find(n Node) int {
+	if r.index != nil {
+		if i, ok := r.index[n]; ok {
+			return int(i)
+		}
+		return -1
+	}
+	for i := range r.states {
+		if r.states[i].node == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// stateOf returns the index of n's state, adding one if needed. Indices stay
+// valid; pointers into r.states do not survive the next call.
+func (r *Run) stateOf(n Node) int {
+	if i := r.find(n); i >= 0 {
+		return i
+	}
+	r.states = append(r.states, nodeState{node: n})
+	i := len(r.states) - 1
+	if r.index != nil {
+		r.index[n] = int32(i)
+	} else if len(r.states) > linearMax {
+		r.index = make(map[Node]int32, 2*len(r.states))
+		for j := range r.states {
+			r.index[r.states[j].node] = int32(j)
+		}
+	}
+	return i
+}
+
+func (r *Run) needed(n Node) bool {
+	i := r.find(n)
+	return i >= 0 && r.states[i].need
+}
+
+func (r *Run) isOwned(s *tensor.Storage) bool {
+	for _, o := range r.owned {
+		if o == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Run) own(s *tensor.Storage) {
+	if !r.isOwned(s) {
+		r.owned = append(r.owned, s)
+	}
 }
 
 func keyOf(e Edge) captureKey {
@@ -80,10 +157,11 @@ func Start(roots, grads []*tensor.Tensor, opts Options) (*Run, error) {
 	if len(grads) != 0 && len(grads) != len(roots) {
 		return nil, fmt.Errorf("got %d gradients for %d outputs", len(grads), len(roots))
 	}
-	r := &Run{opts: opts, deps: map[Node]int{}, buffers: map[Node][]*tensor.Tensor{},
-		needed: map[Node]bool{}, captures: map[captureKey][]int{}, owned: map[*tensor.Storage]bool{}}
-	rootEdges := make([]Edge, len(roots))
-	rootGrads := make([]*tensor.Tensor, len(roots))
+	r := &Run{opts: opts}
+	r.states, r.ready, r.owned = r.statesBuf[:0], r.readyBuf[:0], r.ownedBuf[:0]
+	var edgeBuf [1]Edge
+	var gradBuf [1]*tensor.Tensor
+	rootEdges, rootGrads := edgeBuf[:0], gradBuf[:0]
 	for i, t := range roots {
 		e := EdgeOf(t)
 		if e.Node == nil {
@@ -96,28 +174,29 @@ func Start(roots, grads []*tensor.Tensor, opts Options) (*Run, error) {
 		if g == nil {
 			if t.Numel() != 1 {
 				return nil, fmt.Errorf("grad can be implicitly created only for scalar outputs (output %d has shape %s); pass a gradient",
-					i, tensor.FormatShape(t.Shape()))
+					i, tensor.FormatShape(t.ShapeRef()))
 			}
 			var err error
 			if g, err = opts.Math.OnesLike(t); err != nil {
 				return nil, err
 			}
 		} else {
-			if !tensor.SameShape(g.Shape(), t.Shape()) {
+			if !tensor.SameShape(g.ShapeRef(), t.ShapeRef()) {
 				return nil, fmt.Errorf("Mismatch in shape: grad_output[%d] has a shape of %s and output[%d] has a shape of %s",
-					i, tensor.FormatShape(g.Shape()), i, tensor.FormatShape(t.Shape()))
+					i, tensor.FormatShape(g.ShapeRef()), i, tensor.FormatShape(t.ShapeRef()))
 			}
 			if g.Dtype() != t.Dtype() {
 				var err error
-				if g, err = opts.Math.Adapt(g, t.Shape(), t.Dtype(), opts.CreateGraph); err != nil {
+				if g, err = opts.Math.Adapt(g, t.ShapeRef(), t.Dtype(), opts.CreateGraph); err != nil {
 					return nil, err
 				}
 			}
-			r.owned[g.Storage()] = true
+			r.own(g.Storage())
 		}
-		rootEdges[i], rootGrads[i] = e, g
+		rootEdges, rootGrads = append(rootEdges, e), append(rootGrads, g)
 	}
 	if opts.Inputs != nil {
+		r.captures = map[captureKey][]int{}
 		r.results = make([]*tensor.Tensor, len(opts.Inputs))
 		for i, in := range opts.Inputs {
 			e := EdgeOf(in)
@@ -128,62 +207,15 @@ func Start(roots, grads []*tensor.Tensor, opts Options) (*Run, error) {
 		}
 	}
 	// Discover the graph and which nodes lead to something wanted.
-	visiting := map[Node]bool{}
-	var visit func(n Node) bool
-	visit = func(n Node) bool {
-		if need, seen := r.needed[n]; seen {
-			return need
-		}
-		if visiting[n] {
-			return false
-		}
-		visiting[n] = true
-		need := false
-		if acc, ok := n.(*AccumulateGrad); ok {
-			_, captured := r.captures[captureKey{leaf: acc.Leaf}]
-			need = opts.Inputs == nil || captured
-		}
-		for _, e := range n.Next() {
-			if e.Node != nil && visit(e.Node) {
-				need = true
-			}
-		}
-		if opts.Inputs != nil {
-			for out := 0; out < n.NumOutputs(); out++ {
-				if _, ok := r.captures[captureKey{node: n, out: out}]; ok {
-					need = true
-				}
-			}
-		}
-		r.needed[n] = need
-		return need
-	}
 	for _, e := range rootEdges {
-		visit(e.Node)
+		r.visit(e.Node)
 	}
 	// Count dependencies among needed nodes that will actually run.
-	counted := map[Node]bool{}
-	var count func(n Node)
-	count = func(n Node) {
-		if counted[n] || !r.needed[n] {
-			return
-		}
-		counted[n] = true
-		if !r.runs(n) {
-			return
-		}
-		for _, e := range n.Next() {
-			if e.Node != nil && r.needed[e.Node] {
-				r.deps[e.Node]++
-				count(e.Node)
-			}
-		}
-	}
 	for _, e := range rootEdges {
-		count(e.Node)
+		r.count(e.Node)
 	}
 	for i, e := range rootEdges {
-		if !r.needed[e.Node] {
+		if !r.needed(e.Node) {
 			continue
 		}
 		if err := r.deliver(e, rootGrads[i]); err != nil {
@@ -192,9 +224,61 @@ func Start(roots, grads []*tensor.Tensor, opts Options) (*Run, error) {
 	}
 	// Roots are ready once all their in-graph dependencies are met.
 	for _, e := range rootEdges {
-		r.maybeReady(e.Node)
+		if i := r.find(e.Node); i >= 0 {
+			r.maybeReady(i)
+		}
 	}
 	return r, nil
+}
+
+// visit computes whether n leads to something the run wants.
+func (r *Run) visit(n Node) bool {
+	i := r.stateOf(n)
+	if st := &r.states[i]; st.seen || st.visiting {
+		return st.need
+	}
+	r.states[i].visiting = true
+	need := false
+	if acc, ok := n.(*AccumulateGrad); ok {
+		_, captured := r.captures[captureKey{leaf: acc.Leaf}]
+		need = r.opts.Inputs == nil || captured
+	}
+	for _, e := range n.Next() {
+		if e.Node != nil && r.visit(e.Node) {
+			need = true
+		}
+	}
+	if r.opts.Inputs != nil {
+		for out := 0; out < n.NumOutputs(); out++ {
+			if _, ok := r.captures[captureKey{node: n, out: out}]; ok {
+				need = true
+			}
+		}
+	}
+	st := &r.states[i] // visits above may have moved the table
+	st.seen, st.visiting, st.need = true, false, need
+	return need
+}
+
+// count adds n's dependencies on the needed nodes it feeds.
+func (r *Run) count(n Node) {
+	i := r.find(n)
+	if i < 0 || r.states[i].counted || !r.states[i].need {
+		return
+	}
+	r.states[i].counted = true
+	if !r.runs(n) {
+		return
+	}
+	for _, e := range n.Next() {
+		if e.Node == nil {
+			continue
+		}
+		if j := r.find(e.Node); j >= 0 && r.states[j].need {
+			r.states[j].deps++
+			r.count(e.Node)
+		}
+	}
 }
 
 // runs reports whether node n must execute (rather than only be captured).
@@ -203,38 +287,41 @@ func (r *Run) runs(n Node) bool {
 		return true
 	}
 	for _, e := range n.Next() {
-		if e.Node != nil && r.needed[e.Node] {
+		if e.Node != nil && r.needed(e.Node) {
 			return true
 		}
 	}
 	return false
 }
 
-func (r *Run) maybeReady(n Node) {
-	if !r.needed[n] || r.deps[n] != 0 {
+func (r *Run) maybeReady(i int) {
+	st := &r.states[i]
+	if !st.need || st.deps != 0 || !st.hasBuffer || st.inReady {
 		return
 	}
-	if _, queued := r.buffers[n]; !queued {
-		return
-	}
-	for _, q := range r.ready {
-		if q == n {
-			return
-		}
-	}
-	r.ready = append(r.ready, n)
+	st.inReady = true
+	r.ready = append(r.ready, int32(i))
 }
 
 // deliver adds gradient g to the input buffer of edge e.
 func (r *Run) deliver(e Edge, g *tensor.Tensor) error {
-	buf, ok := r.buffers[e.Node]
-	if !ok {
-		buf = make([]*tensor.Tensor, max(e.Node.NumOutputs(), 1))
-		r.buffers[e.Node] = buf
+	i := r.stateOf(e.Node)
+	st := &r.states[i]
+	if !st.hasBuffer {
+		st.hasBuffer = true
+		// A node that already ran never reuses its inline buffer: the
+		// gradients it ran with may still be in use (Pending.Grads).
+		if n := max(e.Node.NumOutputs(), 1); n == 1 && !st.ran {
+			st.one[0] = nil
+			st.buf = st.one[:]
+		} else {
+			st.buf = make([]*tensor.Tensor, n)
+		}
 	}
 	if g == nil {
 		return nil
 	}
+	buf := st.buf
 	if e.Output >= len(buf) {
 		return fmt.Errorf("autograd: edge to output %d of %s, which has %d outputs", e.Output, e.Node.Name(), len(buf))
 	}
@@ -257,10 +344,11 @@ func (r *Run) Next() (*Pending, error) {
 		return nil, errors.New("autograd: Resume must be called before Next")
 	}
 	for len(r.ready) > 0 {
-		n := r.ready[len(r.ready)-1]
+		i := r.ready[len(r.ready)-1]
 		r.ready = r.ready[:len(r.ready)-1]
-		grads := r.buffers[n]
-		delete(r.buffers, n)
+		st := &r.states[i]
+		n, grads := st.node, st.buf
+		st.buf, st.hasBuffer, st.inReady, st.ran = nil, false, false, true
 		if err := r.capture(n, grads); err != nil {
 			return nil, err
 		}
@@ -355,15 +443,19 @@ func (r *Run) propagate(n Node, grads []*tensor.Tensor) error {
 	if len(grads) != len(edges) {
 		return fmt.Errorf("autograd: %s returned %d gradients for %d inputs", n.Name(), len(grads), len(edges))
 	}
-	for i, e := range edges {
-		if e.Node == nil || !r.needed[e.Node] {
+	for k, e := range edges {
+		if e.Node == nil {
 			continue
 		}
-		if err := r.deliver(e, grads[i]); err != nil {
+		i := r.find(e.Node)
+		if i < 0 || !r.states[i].need {
+			continue
+		}
+		if err := r.deliver(e, grads[k]); err != nil {
 			return err
 		}
-		r.deps[e.Node]--
-		r.maybeReady(e.Node)
+		r.states[i].deps--
+		r.maybeReady(i)
 	}
 	return nil
 }
@@ -421,7 +513,7 @@ func (r *Run) accumulate(leaf *tensor.Tensor, g *tensor.Tensor) error {
 			}
 		}
 		if leaf.CompareAndSwapGrad(old, next) {
-			r.owned[next.Storage()] = true
+			r.own(next.Storage())
 			return nil
 		}
 	}
@@ -431,7 +523,7 @@ func (r *Run) accumulate(leaf *tensor.Tensor, g *tensor.Tensor) error {
 // and copied when its memory already sits in another .grad (or is the
 // caller's) or it is a broadcast view.
 func (r *Run) ownGradient(g *tensor.Tensor) (*tensor.Tensor, error) {
-	if r.owned[g.Storage()] || !g.IsContiguous() {
+	if r.isOwned(g.Storage()) || !g.IsContiguous() {
 		c, err := r.opts.Math.Clone(g, r.opts.CreateGraph)
 		if err != nil {
 			return nil, err

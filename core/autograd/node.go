@@ -65,9 +65,11 @@ type Saved struct {
 	mu       sync.Mutex
 	tensors  []*tensor.Tensor
 	released bool
+	buf      [2]*tensor.Tensor // room for the common case, so Save copies without allocating
 }
 
-// Save records tensors for the backward pass.
+// Save records tensors for the backward pass (a copy of the list: ts may be
+// reused by the caller).
 func (s *Saved) Save(ts ...*tensor.Tensor) {
 	for _, t := range ts {
 		if t != nil {
@@ -76,7 +78,11 @@ func (s *Saved) Save(ts ...*tensor.Tensor) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.tensors = ts
+	if len(ts) == 0 {
+		s.tensors = nil
+		return
+	}
+	s.tensors = append(s.buf[:0:len(s.buf)], ts...)
 }
 
 // Tensors returns the saved tensors, or ErrGraphFreed after Release.
@@ -93,7 +99,7 @@ func (s *Saved) Tensors() ([]*tensor.Tensor, error) {
 func (s *Saved) Release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.tensors, s.released = nil, true
+	s.tensors, s.released, s.buf = nil, true, [2]*tensor.Tensor{}
 }
 
 // AccumulateGrad is the node through which gradients reach a leaf tensor.

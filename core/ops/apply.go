@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"fmt"
+
 	"github.com/pylucid/pylucid/core/autograd"
 	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/dtype"
@@ -10,7 +12,9 @@ import (
 
 // formula maps output gradients (nil = none arrived) and saved tensors to one
 // gradient per input, in any shape that sum-reduces to the input's shape.
-type formula func(c *Context, grads []*tensor.Tensor, saved []*tensor.Tensor) ([]*tensor.Tensor, error)
+// What else it needs it reads from its node (op, shape, inputs), so that
+// recording an op allocates no closure.
+type formula func(c *Context, n *node, grads []*tensor.Tensor, saved []*tensor.Tensor) ([]*tensor.Tensor, error)
 
 // node is the autograd node of every op in this package.
 type node struct {
@@ -20,7 +24,15 @@ type node struct {
 	nOut    int
 	backend backend.IBackend
 	grad    formula
+	spec    *binarySpec      // broadcasting binary ops: the spec whose grad runs
+	op      backend.BinaryOp // route/select: which selection rule
+	shape   []int            // sum/mean: the keepdim shape of the result
+	count   int              // mean: the number of elements averaged
 	autograd.Saved
+
+	edgeBuf [2]autograd.Edge
+	metaBuf [2]autograd.InputMeta
+	dimsBuf [8]int // the inputs' shapes, copied: referencing them would keep the inputs' memory alive
 }
 
 func (n *node) Name() string                 { return n.name }
@@ -37,20 +49,24 @@ func (n *node) Apply(grads []*tensor.Tensor, createGraph bool) ([]*tensor.Tensor
 		return nil, err
 	}
 	c := &Context{Backend: n.backend, GradEnabled: createGraph}
-	gs, err := n.grad(c, grads, saved)
+	gs, err := n.grad(c, n, grads, saved)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*tensor.Tensor, len(n.edges))
+	if len(gs) != len(n.edges) {
+		return nil, fmt.Errorf("%s: formula returned %d gradients for %d inputs", n.name, len(gs), len(n.edges))
+	}
+	// gs is the formula's own slice: adapted in place.
 	for i, e := range n.edges {
 		if e.Node == nil || gs[i] == nil {
+			gs[i] = nil
 			continue
 		}
-		if out[i], err = adapt(c, gs[i], n.inputs[i].Shape, n.inputs[i].Dtype); err != nil {
+		if gs[i], err = adapt(c, gs[i], n.inputs[i].Shape, n.inputs[i].Dtype); err != nil {
 			return nil, err
 		}
 	}
-	return out, nil
+	return gs, nil
 }
 
 // adapt reduces g to shape (SumToShape) and casts it to dt.
@@ -63,29 +79,49 @@ func adapt(c *Context, g *tensor.Tensor, shape []int, dt dtype.Dtype) (*tensor.T
 }
 
 // record attaches a node to outputs when c records gradients and an input
-// requires them. saved are kept for the formula until the graph is freed.
-func record(c *Context, name string, inputs, outputs, saved []*tensor.Tensor, f formula) {
+// requires them, and returns it (nil when nothing was recorded). saved are
+// kept for the formula until the graph is freed.
+func record(c *Context, name string, inputs, outputs, saved []*tensor.Tensor, f formula) *node {
 	if !c.GradEnabled {
-		return
+		return nil
 	}
-	edges := make([]autograd.Edge, len(inputs))
-	metas := make([]autograd.InputMeta, len(inputs))
+	var edgeBuf [2]autograd.Edge
+	edges := edgeBuf[:0]
+	if len(inputs) > len(edgeBuf) {
+		edges = make([]autograd.Edge, 0, len(inputs))
+	}
 	any := false
-	for i, t := range inputs {
-		edges[i] = autograd.EdgeOf(t)
-		metas[i] = autograd.InputMeta{Shape: t.Shape(), Dtype: t.Dtype()}
-		any = any || edges[i].Node != nil
+	for _, t := range inputs {
+		e := autograd.EdgeOf(t)
+		edges = append(edges, e)
+		any = any || e.Node != nil
 	}
 	if !any {
-		return
+		return nil
 	}
-	n := &node{name: name, edges: edges, inputs: metas, nOut: len(outputs), backend: c.Backend, grad: f}
+	n := &node{name: name, nOut: len(outputs), backend: c.Backend, grad: f}
+	if len(inputs) <= len(n.edgeBuf) {
+		n.edges, n.inputs = n.edgeBuf[:len(inputs)], n.metaBuf[:len(inputs)]
+	} else {
+		n.edges, n.inputs = make([]autograd.Edge, len(inputs)), make([]autograd.InputMeta, len(inputs))
+	}
+	copy(n.edges, edges)
+	dims := n.dimsBuf[:0]
+	for i, t := range inputs {
+		sh := t.ShapeRef()
+		if len(dims)+len(sh) > cap(dims) {
+			dims = make([]int, 0, len(sh))
+		}
+		dims = append(dims, sh...)
+		n.inputs[i] = autograd.InputMeta{Shape: dims[len(dims)-len(sh) : len(dims) : len(dims)], Dtype: t.Dtype()}
+	}
 	n.Save(saved...)
 	for i, o := range outputs {
 		if o.Dtype().IsFloat() {
 			o.SetGradFn(n, i)
 		}
 	}
+	return n
 }
 
 // promote is the result dtype of two operands: wrapped numbers (Python
@@ -166,8 +202,8 @@ type binarySpec struct {
 	grad func(c *Context, g, a, b *tensor.Tensor) (ga, gb *tensor.Tensor, err error)
 }
 
-// formula adapts the spec's two-input grad to the node's formula signature.
-func (s *binarySpec) formula(c *Context, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
+// binaryFormula runs the node's spec's two-input grad.
+func binaryFormula(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	g := grads[0]
 	if g == nil {
 		return []*tensor.Tensor{nil, nil}, nil
@@ -176,7 +212,7 @@ func (s *binarySpec) formula(c *Context, grads, saved []*tensor.Tensor) ([]*tens
 	if len(saved) == 2 {
 		x, y = saved[0], saved[1]
 	}
-	ga, gb, err := s.grad(c, g, x, y)
+	ga, gb, err := n.spec.grad(c, g, x, y)
 	return []*tensor.Tensor{ga, gb}, err
 }
 
@@ -227,6 +263,8 @@ func applyBinary(c *Context, s *binarySpec, a, b *tensor.Tensor) (*tensor.Tensor
 	if s.saves {
 		saved = []*tensor.Tensor{ac, bc}
 	}
-	record(c, s.node, []*tensor.Tensor{a, b}, []*tensor.Tensor{out}, saved, s.formula)
+	if n := record(c, s.node, []*tensor.Tensor{a, b}, []*tensor.Tensor{out}, saved, binaryFormula); n != nil {
+		n.spec = s
+	}
 	return out, nil
 }

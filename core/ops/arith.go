@@ -118,7 +118,7 @@ func Neg(c *Context, a *tensor.Tensor) (*tensor.Tensor, error) {
 	if a.Dtype() == dtype.Bool {
 		return nil, errs.Typef("neg: negation of a bool tensor is not supported; use logical_not")
 	}
-	out, err := tensor.Empty(a.Dtype(), a.Shape())
+	out, err := tensor.Empty(a.Dtype(), a.ShapeRef())
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func Neg(c *Context, a *tensor.Tensor) (*tensor.Tensor, error) {
 		return nil, err
 	}
 	record(c, "NegBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil,
-		func(c *Context, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		func(c *Context, _ *node, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			if grads[0] == nil {
 				return []*tensor.Tensor{nil}, nil
 			}

@@ -84,19 +84,24 @@ func route(c *Context, op backend.BinaryOp, a, b, g *tensor.Tensor) (*tensor.Ten
 	if err := c.Backend.Route(op, ga, gb, views[0], views[1], views[2]); err != nil {
 		return nil, nil, err
 	}
-	record(c, "RouteBackward", []*tensor.Tensor{g}, []*tensor.Tensor{ga, gb}, []*tensor.Tensor{a, b},
-		func(c *Context, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			if grads[0] == nil && grads[1] == nil {
-				return []*tensor.Tensor{nil}, nil
-			}
-			x, y, err := orZero(grads[0], grads[1])
-			if err != nil {
-				return nil, err
-			}
-			dg, err := selectBy(c, op, saved[0], saved[1], x, y)
-			return []*tensor.Tensor{dg}, err
-		})
+	if n := record(c, "RouteBackward", []*tensor.Tensor{g}, []*tensor.Tensor{ga, gb}, []*tensor.Tensor{a, b},
+		routeFormula); n != nil {
+		n.op = op
+	}
 	return ga, gb, nil
+}
+
+// routeFormula is RouteBackward: select the two output gradients back.
+func routeFormula(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if grads[0] == nil && grads[1] == nil {
+		return []*tensor.Tensor{nil}, nil
+	}
+	x, y, err := orZero(grads[0], grads[1])
+	if err != nil {
+		return nil, err
+	}
+	dg, err := selectBy(c, n.op, saved[0], saved[1], x, y)
+	return []*tensor.Tensor{dg}, err
 }
 
 // selectBy returns x where a wins (by op) and y elsewhere.
@@ -119,15 +124,20 @@ func selectBy(c *Context, op backend.BinaryOp, a, b, x, y *tensor.Tensor) (*tens
 	if err := c.Backend.Select(op, out, views[0], views[1], views[2], views[3]); err != nil {
 		return nil, err
 	}
-	record(c, "SelectBackward", []*tensor.Tensor{x, y}, []*tensor.Tensor{out}, []*tensor.Tensor{a, b},
-		func(c *Context, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			if grads[0] == nil {
-				return []*tensor.Tensor{nil, nil}, nil
-			}
-			dx, dy, err := route(c, op, saved[0], saved[1], grads[0])
-			return []*tensor.Tensor{dx, dy}, err
-		})
+	if n := record(c, "SelectBackward", []*tensor.Tensor{x, y}, []*tensor.Tensor{out}, []*tensor.Tensor{a, b},
+		selectFormula); n != nil {
+		n.op = op
+	}
 	return out, nil
+}
+
+// selectFormula is SelectBackward: route the output gradient.
+func selectFormula(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if grads[0] == nil {
+		return []*tensor.Tensor{nil, nil}, nil
+	}
+	dx, dy, err := route(c, n.op, saved[0], saved[1], grads[0])
+	return []*tensor.Tensor{dx, dy}, err
 }
 
 // orZero replaces a missing gradient by a 0-d zero of the other's dtype.

@@ -17,9 +17,12 @@ var (
 )
 
 func broadcastAll(ts ...*tensor.Tensor) ([]int, error) {
-	shape := ts[0].Shape()
+	shape := ts[0].ShapeRef()
 	for _, t := range ts[1:] {
-		s, err := tensor.BroadcastShapes(shape, t.Shape())
+		if tensor.SameShape(shape, t.ShapeRef()) {
+			continue
+		}
+		s, err := tensor.BroadcastShapes(shape, t.ShapeRef())
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +83,7 @@ func Copy(c *Context, a *tensor.Tensor) (*tensor.Tensor, error) {
 
 // passThrough is the formula of ops whose gradient is grad_out itself before
 // the trampoline's reduction and cast (cast, expand).
-func passThrough(_ *Context, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+func passThrough(_ *Context, _ *node, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	return []*tensor.Tensor{grads[0]}, nil
 }
 
@@ -122,13 +125,12 @@ func Reshape(c *Context, a *tensor.Tensor, shape []int) (*tensor.Tensor, error) 
 			return nil, err
 		}
 	}
-	inShape := a.Shape()
 	record(c, "ReshapeBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil,
-		func(c *Context, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		func(c *Context, n *node, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			if grads[0] == nil {
 				return []*tensor.Tensor{nil}, nil
 			}
-			g, err := Reshape(c, grads[0], inShape)
+			g, err := Reshape(c, grads[0], n.inputs[0].Shape)
 			return []*tensor.Tensor{g}, err
 		})
 	return out, nil
@@ -142,7 +144,7 @@ func SumToShape(c *Context, g *tensor.Tensor, shape []int) (*tensor.Tensor, erro
 	if err := checkInputs("sum_to_shape", g); err != nil {
 		return nil, err
 	}
-	gs := g.Shape()
+	gs := g.ShapeRef()
 	if tensor.SameShape(gs, shape) {
 		return g, nil
 	}
@@ -168,7 +170,7 @@ func SumToShape(c *Context, g *tensor.Tensor, shape []int) (*tensor.Tensor, erro
 	if err != nil {
 		return nil, err
 	}
-	if tensor.SameShape(s.Shape(), shape) {
+	if tensor.SameShape(s.ShapeRef(), shape) {
 		return s, nil
 	}
 	return Reshape(c, s, shape)
@@ -195,7 +197,7 @@ func reduceShape(name string, a *tensor.Tensor, dims []int, keepdim bool) (keep,
 		red[k] = true
 	}
 	count = 1
-	for i, d := range a.Shape() {
+	for i, d := range a.ShapeRef() {
 		if red[i] {
 			keep = append(keep, 1)
 			count *= d
@@ -240,19 +242,9 @@ func Sum(c *Context, a *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor
 	if out, err = out.Reshape(shape); err != nil {
 		return nil, err
 	}
-	inShape := a.Shape()
-	record(c, "SumBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil,
-		func(c *Context, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			if grads[0] == nil {
-				return []*tensor.Tensor{nil}, nil
-			}
-			g, err := Reshape(c, grads[0], keep)
-			if err != nil {
-				return nil, err
-			}
-			g, err = Expand(c, g, inShape)
-			return []*tensor.Tensor{g}, err
-		})
+	if n := record(c, "SumBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil, sumFormula); n != nil {
+		n.shape = keep
+	}
 	return out, nil
 }
 
@@ -297,25 +289,42 @@ func Mean(c *Context, a *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tenso
 	if err != nil {
 		return nil, err
 	}
-	inShape := a.Shape()
-	record(c, "MeanBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil,
-		func(c *Context, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			if grads[0] == nil {
-				return []*tensor.Tensor{nil}, nil
-			}
-			g, err := Reshape(c, grads[0], keep)
-			if err != nil {
-				return nil, err
-			}
-			cnt, err := tensor.WrappedScalar(dtype.Float64, float64(count))
-			if err != nil {
-				return nil, err
-			}
-			if g, err = Div(c, g, cnt); err != nil {
-				return nil, err
-			}
-			g, err = Expand(c, g, inShape)
-			return []*tensor.Tensor{g}, err
-		})
+	if n := record(c, "MeanBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil, meanFormula); n != nil {
+		n.shape, n.count = keep, count
+	}
 	return out, nil
+}
+
+// sumFormula is SumBackward: the output gradient, back in the keepdim shape
+// and expanded to the input's.
+func sumFormula(c *Context, n *node, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if grads[0] == nil {
+		return []*tensor.Tensor{nil}, nil
+	}
+	g, err := Reshape(c, grads[0], n.shape)
+	if err != nil {
+		return nil, err
+	}
+	g, err = Expand(c, g, n.inputs[0].Shape)
+	return []*tensor.Tensor{g}, err
+}
+
+// meanFormula is MeanBackward: sumFormula divided by the count.
+func meanFormula(c *Context, n *node, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if grads[0] == nil {
+		return []*tensor.Tensor{nil}, nil
+	}
+	g, err := Reshape(c, grads[0], n.shape)
+	if err != nil {
+		return nil, err
+	}
+	cnt, err := tensor.WrappedScalar(dtype.Float64, float64(n.count))
+	if err != nil {
+		return nil, err
+	}
+	if g, err = Div(c, g, cnt); err != nil {
+		return nil, err
+	}
+	g, err = Expand(c, g, n.inputs[0].Shape)
+	return []*tensor.Tensor{g}, err
 }

@@ -117,29 +117,29 @@ func NewStorage(nbytes int) (*Storage, error) { return newStorage(nbytes, true) 
 func NewStorageUninit(nbytes int) (*Storage, error) { return newStorage(nbytes, false) }
 
 func newStorage(nbytes int, zeroed bool) (*Storage, error) {
-	s := new(Storage)
-	if err := s.init(nbytes, zeroed); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// init allocates s's memory. s may sit inside a larger allocation (a fresh
-// tensor's, see alloc): the cleanup then runs when all of it is unreachable.
-func (s *Storage) init(nbytes int, zeroed bool) error {
 	if nbytes < 0 {
-		return ErrTooLarge
+		return nil, ErrTooLarge
 	}
 	data, free, err := allocator.Load().(allocatorBox).a.Alloc(nbytes, zeroed)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.data, s.goMemory = data, free == nil
-	if free != nil {
-		s.owned = &ownedMemory{free: free}
-		runtime.AddCleanup(s, func(m *ownedMemory) { m.release() }, s.owned)
+	if free == nil {
+		return &Storage{data: data, goMemory: true}, nil
 	}
-	return nil
+	p := new(paddedStorage)
+	s := &p.s
+	s.data, s.owned = data, &ownedMemory{free: free}
+	runtime.AddCleanup(s, func(m *ownedMemory) { m.release() }, s.owned)
+	return s, nil
+}
+
+// paddedStorage puts a storage with a cleanup in a larger size class. The
+// runtime keeps a span's cleanups in a list that every AddCleanup walks, so
+// fewer objects per span (32 instead of 170) make registering one cheap.
+type paddedStorage struct {
+	s Storage
+	_ [192]byte
 }
 
 // BorrowStorage wraps memory owned elsewhere, without copying. release, if not

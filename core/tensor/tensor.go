@@ -119,12 +119,14 @@ func alloc(dt dtype.Dtype, shape []int, zeroed bool) (*Tensor, error) {
 	if n > math.MaxInt64/dt.Size() {
 		return nil, errs.Valuef("shape %v of %v needs more bytes than fit in int64", shape, dt)
 	}
-	// One allocation holds the tensor, its storage and (up to inlineDims
-	// dims) its shape and strides: every op call makes one of these.
-	f := new(freshTensor)
-	if err := f.s.init(n*dt.Size(), zeroed); err != nil {
+	s, err := newStorage(n*dt.Size(), zeroed)
+	if err != nil {
 		return nil, err
 	}
+	// One allocation holds the tensor and (up to inlineDims dims) its shape
+	// and strides. The storage stays an object of its own: views and
+	// detached tensors keep it alive, and must not keep this tensor's graph.
+	f := new(freshTensor)
 	var meta []int
 	if len(shape) <= inlineDims {
 		meta = f.meta[:2*len(shape)]
@@ -134,7 +136,7 @@ func alloc(dt dtype.Dtype, shape []int, zeroed bool) (*Tensor, error) {
 	sh, st := meta[:len(shape):len(shape)], meta[len(shape):]
 	copy(sh, shape)
 	contiguousStrides(sh, st)
-	f.t = Tensor{storage: &f.s, dtype: dt, shape: sh, strides: st}
+	f.t = Tensor{storage: s, dtype: dt, shape: sh, strides: st}
 	return &f.t, nil
 }
 
@@ -142,7 +144,6 @@ const inlineDims = 4
 
 type freshTensor struct {
 	t    Tensor
-	s    Storage
 	meta [2 * inlineDims]int
 }
 
@@ -415,6 +416,7 @@ func (t *Tensor) IsWrappedNumber() bool { return t.wrapped }
 
 // Detach returns a view of the same data that is not part of any graph.
 func (t *Tensor) Detach() *Tensor {
-	t.storage.MarkShared()
-	return &Tensor{storage: t.storage, dtype: t.dtype, shape: t.shape, strides: t.strides, offset: t.offset}
+	// A copy of the shape, not a reference: t's may live inside t's own
+	// allocation, which holds t's graph.
+	return t.view(t.shape, t.strides, t.offset)
 }

@@ -62,6 +62,15 @@ func (t *Tensor) BroadcastStrides(out []int) ([]int, error) {
 		return nil, errs.Valuef("cannot broadcast shape %v to %v", fmtShape(t.shape), fmtShape(out))
 	}
 	st := make([]int, len(out))
+	return st, t.broadcastStridesInto(out, st)
+}
+
+// broadcastStridesInto is BroadcastStrides writing into st (len(out) long).
+func (t *Tensor) broadcastStridesInto(out, st []int) error {
+	if len(out) < len(t.shape) {
+		return errs.Valuef("cannot broadcast shape %v to %v", fmtShape(t.shape), fmtShape(out))
+	}
+	clear(st)
 	lead := len(out) - len(t.shape)
 	for i := range t.shape {
 		switch d := t.shape[i]; {
@@ -70,27 +79,57 @@ func (t *Tensor) BroadcastStrides(out []int) ([]int, error) {
 		case d == 1:
 			st[lead+i] = 0
 		default:
-			return nil, errs.Valuef("cannot broadcast shape %v to %v", fmtShape(t.shape), fmtShape(out))
+			return errs.Valuef("cannot broadcast shape %v to %v", fmtShape(t.shape), fmtShape(out))
 		}
 	}
-	return st, nil
+	return nil
 }
 
 // BroadcastTo returns a read-only view of t with shape out.
 func (t *Tensor) BroadcastTo(out []int) (*Tensor, error) {
-	st, err := t.BroadcastStrides(out)
-	if err != nil {
-		return nil, err
-	}
 	if _, err := Numel(out); err != nil {
 		return nil, err
 	}
-	return t.view(clone(out), st, t.offset), nil
+	var buf [inlineDims]int
+	st := buf[:0]
+	if len(out) <= inlineDims {
+		st = buf[:len(out)]
+	} else {
+		st = make([]int, len(out))
+	}
+	if err := t.broadcastStridesInto(out, st); err != nil {
+		return nil, err
+	}
+	return t.view(out, st, t.offset), nil
 }
 
-func (t *Tensor) view(shape, strides []int, offset int) *Tensor {
+// viewTensor is a view with room for its shape and strides: one allocation.
+type viewTensor struct {
+	t    Tensor
+	meta [2 * inlineDims]int
+}
+
+// newView returns a view of t's storage with ndim dims, whose shape and
+// strides the caller fills in.
+func (t *Tensor) newView(ndim, offset int) *Tensor {
 	t.storage.MarkShared()
-	return &Tensor{storage: t.storage, dtype: t.dtype, shape: shape, strides: strides, offset: offset}
+	var meta []int
+	v := new(viewTensor)
+	if ndim <= inlineDims {
+		meta = v.meta[:2*ndim]
+	} else {
+		meta = make([]int, 2*ndim)
+	}
+	v.t = Tensor{storage: t.storage, dtype: t.dtype, shape: meta[:ndim:ndim], strides: meta[ndim:], offset: offset}
+	return &v.t
+}
+
+// view returns a view of t's storage with copies of shape and strides.
+func (t *Tensor) view(shape, strides []int, offset int) *Tensor {
+	v := t.newView(len(shape), offset)
+	copy(v.shape, shape)
+	copy(v.strides, strides)
+	return v
 }
 
 // Permute returns a view with dims reordered: result dim i is t's dim dims[i].
@@ -197,7 +236,10 @@ func (t *Tensor) Reshape(shape []int) (*Tensor, error) {
 		return nil, errs.Valuef("cannot reshape %v (%d elements) to %v", fmtShape(t.shape), t.Numel(), fmtShape(shape))
 	}
 	if t.IsContiguous() {
-		return t.view(clone(shape), ContiguousStrides(shape), t.offset), nil
+		v := t.newView(len(shape), t.offset)
+		copy(v.shape, shape)
+		contiguousStrides(v.shape, v.strides)
+		return v, nil
 	}
 	// Drop size-1 dims and insert size-1 dims: a view whatever the strides.
 	var src, srcSt, dst []int
@@ -222,5 +264,5 @@ func (t *Tensor) Reshape(shape []int) (*Tensor, error) {
 			k++
 		}
 	}
-	return t.view(clone(shape), st, t.offset), nil
+	return t.view(shape, st, t.offset), nil
 }
