@@ -1,7 +1,22 @@
-"""Builds pylucid's native library with the Go toolchain and ships it inside
-the package. The wheel is tagged py3-none-<platform>: the library talks to
-Python only through cffi's ABI mode, so it does not depend on CPython's ABI."""
+"""Builds pylucid's native parts and ships them inside the package.
 
+build_ext does both, in this order:
+1. the Go library (``go build -buildmode=c-shared ./capi``) into
+   pylucid/_native, with the documented header lucid.h next to it;
+2. the cffi extension pylucid._lucid_ffi (API mode, the C source written by
+   python/pylucid/_ffi_build.py), compiled against that lucid.h and linked
+   against that library, which it finds at run time through the rpath
+   ``$ORIGIN/_native``.
+
+The extension uses CPython's limited API (Py_LIMITED_API 0x03090000, the
+oldest version requires-python allows), so the wheel is tagged
+cp39-abi3-<platform>: one wheel for CPython 3.9 and later. The library itself
+does not depend on Python at all. On an interpreter without the stable ABI
+(a debug or free-threaded build) the extension and the wheel tag are for that
+interpreter only.
+"""
+
+import importlib.util
 import os
 import pathlib
 import platform
@@ -9,17 +24,27 @@ import re
 import shutil
 import subprocess
 import sys
+import types
 
-from setuptools import Distribution, setup
-from setuptools.command.build_py import build_py
-
-try:
-    from wheel.bdist_wheel import bdist_wheel
-except ImportError:  # pragma: no cover
-    bdist_wheel = None
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 ROOT = pathlib.Path(__file__).resolve().parent
 LIBNAME = {"darwin": "liblucid.dylib", "win32": "lucid.dll"}.get(sys.platform, "liblucid.so")
+
+
+def _load(name: str) -> types.ModuleType:
+    """A module of the package loaded by path: importing pylucid itself would
+    need the library this script builds."""
+    path = ROOT / "python" / "pylucid" / (name + ".py")
+    spec = importlib.util.spec_from_file_location("_pylucid_build_" + name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ffi_build = _load("_ffi_build")
 
 
 def go_version(go: str) -> tuple:
@@ -38,8 +63,11 @@ def build_native(dest: pathlib.Path) -> None:
     if platform.machine().lower() in ("x86_64", "amd64") and "GOEXPERIMENT" not in os.environ \
             and go_version(go) >= (1, 26):
         env["GOEXPERIMENT"] = "simd"  # the AVX2 kernels (core/backend/cpu/simd_amd64.go)
+    ldflags = "-s -w"
+    if sys.platform == "darwin":
+        ldflags += " -extldflags=-Wl,-install_name,@rpath/" + LIBNAME  # found through the extension's rpath
     subprocess.check_call(
-        [go, "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", str(dest / LIBNAME), "./capi"],
+        [go, "build", "-buildmode=c-shared", "-trimpath", "-ldflags=" + ldflags, "-o", str(dest / LIBNAME), "./capi"],
         cwd=ROOT,
         env=env,
     )
@@ -49,33 +77,33 @@ def build_native(dest: pathlib.Path) -> None:
     shutil.copy(ROOT / "capi" / "lucid.h", dest / "lucid.h")
 
 
-class BuildPyWithGo(build_py):
+class BuildExtWithGo(build_ext):
+    """Builds the Go library, then the cffi extension that links against it."""
+
     def run(self) -> None:
+        # the library goes where the extension will lie (its rpath is $ORIGIN/_native)
+        if self.inplace or getattr(self, "editable_mode", False):
+            package = pathlib.Path(self.get_finalized_command("build_py").get_package_dir("pylucid")).resolve()
+        else:
+            package = pathlib.Path(self.build_lib) / "pylucid"
+        native = package / "_native"
+        build_native(native)
+        c_file = pathlib.Path(self.build_temp) / "_lucid_ffi.c"
+        c_file.parent.mkdir(parents=True, exist_ok=True)
+        ffi_build.make_ffi(native).emit_c_code(str(c_file))
+        ext = self.ext_map[ffi_build.MODULE]
+        ext.sources = [str(c_file)]
+        ext.include_dirs = [str(native)]
+        ext.library_dirs = [str(native)]
+        # relink whenever the library or the build settings change, not only the C source
+        ext.depends = [str(native / LIBNAME), str(ROOT / "python" / "pylucid" / "_ffi_build.py")]
         super().run()
-        build_native(pathlib.Path(self.build_lib) / "pylucid" / "_native")
 
 
-cmdclass = {"build_py": BuildPyWithGo}
-
-if bdist_wheel is not None:
-
-    class PlatformWheel(bdist_wheel):
-        def finalize_options(self) -> None:
-            super().finalize_options()
-            self.root_is_pure = False
-
-        def get_tag(self):  # type: ignore[no-untyped-def]
-            _, _, plat = super().get_tag()
-            return "py3", "none", plat
-
-    cmdclass["bdist_wheel"] = PlatformWheel
-
-class BinaryDistribution(Distribution):
-    """The package ships a native library: platform-specific, laid out at the
-    wheel's root (platlib), not under .data/purelib."""
-
-    def has_ext_modules(self) -> bool:
-        return True
-
-
-setup(cmdclass=cmdclass, distclass=BinaryDistribution)
+tag = ffi_build.wheel_python_tag()
+setup(
+    cmdclass={"build_ext": BuildExtWithGo},
+    # sources and directories are filled in by BuildExtWithGo once the library exists
+    ext_modules=[Extension(ffi_build.MODULE, sources=[], **ffi_build.extension_kwargs())],
+    options={"bdist_wheel": {"py_limited_api": tag}} if tag else {},
+)

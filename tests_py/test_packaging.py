@@ -1,10 +1,13 @@
-"""Packaging: the wheel carries the native library, is tagged
-py3-none-<platform>, and the tests import the installed package."""
+"""Packaging: the wheel carries the native library and the cffi extension
+(API mode) linked against it, is tagged cp39-abi3-<platform> (CPython's
+limited API), and the tests import the installed package."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import sysconfig
@@ -13,24 +16,64 @@ import zipfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def test_imported_from_outside_the_source_tree(tmp_path: pathlib.Path) -> None:
-    # A fresh interpreter in an unrelated directory, without PYTHONPATH, finds
-    # the installed package with its library inside it.
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+def _installed(code: str, tmp_path: pathlib.Path, **env_extra: str) -> list[str]:
+    """Runs code in a fresh interpreter in an unrelated directory, without
+    PYTHONPATH, so it imports the installed package; returns its output lines."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYLUCID_LIBRARY")}
+    env.update(env_extra)
     out = subprocess.run(
-        [sys.executable, "-c", "import pylucid, numpy as np; print(pylucid.__file__); "
-                               "print(pylucid.ops.minimum(np.float32([1, 3]), 2.0).numpy().tolist())"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=True,
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )
-    path, values = out.stdout.strip().splitlines()
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip().splitlines()
+
+
+def _stable_abi() -> bool:
+    # what setup.py builds for: the limited API except on debug and free-threaded interpreters
+    return not hasattr(sys, "gettotalrefcount") and not sysconfig.get_config_var("Py_GIL_DISABLED")
+
+
+def test_imported_from_outside_the_source_tree(tmp_path: pathlib.Path) -> None:
+    # The installed package, with its library and extension inside it, runs in
+    # API mode.
+    path, mode, ext, values = _installed(
+        "import sys, pylucid, numpy as np; print(pylucid.__file__); print(pylucid._lib.MODE); "
+        "print(sys.modules['pylucid._lucid_ffi'].__file__); "
+        "print(pylucid.ops.minimum(np.float32([1, 3]), 2.0).numpy().tolist())",
+        tmp_path,
+    )
     here = pathlib.Path(path).resolve()
     assert ROOT not in here.parents, here
     assert (here.parent / "_native" / "lucid.h").is_file()
     assert (here.parent / "py.typed").is_file()
+    assert mode == "api"
+    assert pathlib.Path(ext).resolve().parent == here.parent
+    if _stable_abi():
+        assert pathlib.Path(ext).name == "_lucid_ffi.abi3.so", ext
     assert values == "[1.0, 2.0]"
 
 
-def test_wheel_is_platform_tagged_and_ships_the_library(tmp_path: pathlib.Path) -> None:
+def test_pylucid_library_override_runs_in_abi_mode(tmp_path: pathlib.Path) -> None:
+    # PYLUCID_LIBRARY names a library build to load with ffi.dlopen (ABI mode);
+    # the extension, which would load the bundled library too, stays unimported.
+    (native,) = _installed("import pylucid, pathlib; print(pathlib.Path(pylucid.__file__).parent / '_native')",
+                           tmp_path)
+    lib = next(p for p in pathlib.Path(native).iterdir() if p.name.startswith("liblucid."))
+    mode, imported, values, grads = _installed(
+        "import sys, pylucid, numpy as np; from pylucid import ops; print(pylucid._lib.MODE); "
+        "print('pylucid._lucid_ffi' in sys.modules); "
+        "a = pylucid.tensor([1.0, 5.0, 2.0, float('nan')], requires_grad=True); "
+        "y = ops.minimum(a, np.float32([3, 4, 2, 0])); print(y.detach().numpy().tolist()); "
+        "y.sum().backward(); print(a.grad.numpy().tolist())",
+        tmp_path, PYLUCID_LIBRARY=str(lib),
+    )
+    assert mode == "abi"
+    assert imported == "False"
+    assert values == "[1.0, 4.0, 2.0, nan]"
+    assert grads == "[1.0, 0.0, 1.0, 1.0]"
+
+
+def test_wheel_is_abi3_tagged_and_ships_the_library_and_extension(tmp_path: pathlib.Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
         check=True, timeout=600, capture_output=True,
@@ -39,10 +82,36 @@ def test_wheel_is_platform_tagged_and_ships_the_library(tmp_path: pathlib.Path) 
     assert len(wheels) == 1, wheels
     name = wheels[0].name
     plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
-    assert name.endswith("-py3-none-%s.whl" % plat), (name, plat)
+    if _stable_abi():
+        # Py_LIMITED_API 0x03090000 is compiled in, matching requires-python >= 3.9
+        assert name.endswith("-cp39-abi3-%s.whl" % plat), (name, plat)
+    else:
+        assert "-cp%d%d-" % sys.version_info[:2] in name and name.endswith("-%s.whl" % plat), (name, plat)
     with zipfile.ZipFile(wheels[0]) as zf:
         names = set(zf.namelist())
+        exts = [n for n in names if n.startswith("pylucid/_lucid_ffi.") and not n.endswith(".pyi")]
+        assert len(exts) == 1, names
+        if _stable_abi():
+            assert exts == ["pylucid/_lucid_ffi.abi3.so"] or sys.platform == "win32", exts
+        if sys.platform.startswith("linux"):
+            assert b"$ORIGIN/_native" in zf.read(exts[0])  # the rpath that finds the library
     assert "pylucid/_native/liblucid.so" in names or "pylucid/_native/liblucid.dylib" in names, names
     assert "pylucid/_native/lucid.h" in names
     assert "pylucid/py.typed" in names
-    assert not any(n.endswith(".go") for n in names)
+    assert "pylucid/_lucid_ffi.pyi" in names
+    assert not any(n.endswith((".go", ".c")) for n in names), names
+
+
+def test_wheel_tag_matches_requires_python() -> None:
+    # The limited-API version compiled in (and so the cpXY of the tag) is the
+    # oldest Python the project supports.
+    spec = importlib.util.spec_from_file_location("_ffi_build_under_test", ROOT / "python" / "pylucid" / "_ffi_build.py")
+    assert spec is not None and spec.loader is not None
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    m = re.search(r'requires-python = ">=(\d+)\.(\d+)"', (ROOT / "pyproject.toml").read_text())
+    assert m, "requires-python not found"
+    assert build.LIMITED_API == (int(m.group(1)), int(m.group(2)))
+    assert build.extension_kwargs()["define_macros"] == (
+        [("Py_LIMITED_API", "0x%02X%02X0000" % build.LIMITED_API)] if _stable_abi() else [("_CFFI_NO_LIMITED_API", None)])
+    assert build.wheel_python_tag() == ("cp%s%s" % m.groups() if _stable_abi() else None)

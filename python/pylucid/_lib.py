@@ -1,20 +1,31 @@
-"""Loads pylucid's native library (Go core, C ABI) with cffi in ABI mode.
+"""Loads pylucid's native library (Go core, C ABI) through cffi.
 
-Boundary rules (DESIGN.md): exactly one library per process; calls release the
-GIL (cffi does so for every call); errors come back as status codes whose
-message is fetched with ``lucid_errmsg`` and raised as the matching Python
-exception; in a process forked after import every call raises at once.
+Normally through the compiled extension ``pylucid._lucid_ffi`` (cffi's API,
+out-of-line mode, built by ``_ffi_build.py`` at install time and linked
+against ``_native/liblucid``): a call is a direct C call, about half the
+cost of one in ABI mode. ABI mode (``ffi.dlopen`` of the library, the cdef
+made from lucid.h at import) is used instead when PYLUCID_LIBRARY names
+another library build to load, or when the extension is missing (a source
+tree where only the library was built); ``MODE`` says which one is active
+("api" or "abi").
+
+Boundary rules (DESIGN.md): exactly one library per process (with
+PYLUCID_LIBRARY set the extension is not even imported, as it would load
+the bundled library too); calls release the GIL (cffi does so around every
+call in both modes; nothing here asks it to keep the GIL); errors come back
+as status codes whose message is fetched with ``lucid_errmsg`` and raised as
+the matching Python exception; in a process forked after import every call
+raises at once.
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
-import re
 import threading
 from typing import Any, NoReturn
 
-import cffi
+from ._cdef import cdef as _cdef
 
 _HERE = pathlib.Path(__file__).resolve().parent
 _NATIVE = _HERE / "_native"
@@ -26,20 +37,6 @@ def _header_text() -> str:
         if path.is_file():
             return path.read_text()
     raise ImportError("pylucid: lucid.h not found; reinstall the package (pip install .)")
-
-
-def _cdef(header: str) -> str:
-    """Turns lucid.h into a cffi cdef: keep #define constants, drop other
-    preprocessor lines (include guards, includes, the prototype guard)."""
-    out = []
-    for line in header.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            if re.match(r"#define\s+LUCID_[A-Z0-9_]+\s+-?\d+\s*$", stripped):
-                out.append(stripped)
-            continue
-        out.append(line)
-    return "\n".join(out)
 
 
 def _library_path() -> str:
@@ -56,9 +53,30 @@ def _library_path() -> str:
     )
 
 
-ffi = cffi.FFI()
-ffi.cdef(_cdef(_header_text()))
-lib: Any = ffi.dlopen(_library_path())
+def _load_abi() -> tuple[Any, Any]:
+    import cffi
+
+    abi_ffi = cffi.FFI()
+    abi_ffi.cdef(_cdef(_header_text()))
+    return abi_ffi, abi_ffi.dlopen(_library_path())
+
+
+ffi: Any
+lib: Any
+MODE: str
+if os.environ.get("PYLUCID_LIBRARY"):
+    ffi, lib = _load_abi()
+    MODE = "abi"
+else:
+    try:
+        from ._lucid_ffi import ffi, lib
+    except ModuleNotFoundError as e:
+        if e.name != __name__.rpartition(".")[0] + "._lucid_ffi":
+            raise
+        ffi, lib = _load_abi()
+        MODE = "abi"
+    else:
+        MODE = "api"
 
 _forked = False
 
