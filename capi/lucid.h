@@ -20,8 +20,9 @@
  *  - The library installs no signal handlers and never calls back into the
  *    caller. It must not be used in a child process after fork().
  *
- * This header is also the cdef of the Python binding (python/pylucid/_lib.py
- * strips the preprocessor lines), so it stays within what cffi parses.
+ * This header is also the cdef of the Python binding (python/pylucid/_cdef.py
+ * strips the preprocessor lines; the compiled extension includes it whole),
+ * so it stays within what cffi parses.
  */
 #ifndef LUCID_H
 #define LUCID_H
