@@ -103,6 +103,18 @@ typedef struct {
     int64_t strides[64];   /* in elements */
 } lucid_tensor_info;
 
+/* A meta array is the compact form of lucid_tensor_info that the hot calls
+ * (lucid_binary_meta, lucid_reduce_meta, lucid_get_grad_meta) fill: it holds
+ * LUCID_META_LEN values,
+ *   meta[0]            the new handle,
+ *   meta[1]            dtype | ndim << 8 | requires_grad << 16
+ *                      | (items pending in lucid_drain queues ? 1 : 0) << 17,
+ *   meta[2 .. 2+ndim)  the shape.
+ * Strides and the data address come from lucid_tensor_info_get. */
+#define LUCID_META_LEN 66
+#define LUCID_META_REQUIRES_GRAD 65536
+#define LUCID_META_PENDING 131072
+
 /* ---- DLPack (the exchange format of the Python array API's __dlpack__) ----
  * The structs below are laid out exactly as in dlpack.h (DLPack 1.x ABI);
  * a program that includes dlpack.h before this header uses its definitions
@@ -194,6 +206,8 @@ int lucid_release_many(const int64_t *hs, int32_t n);
 int lucid_set_requires_grad(int64_t h, int32_t flag);
 /* The accumulated gradient (out->handle == 0 when there is none). */
 int lucid_get_grad(int64_t h, lucid_tensor_info *out);
+/* lucid_get_grad with a meta array (meta[0] == 0 when there is none). */
+int lucid_get_grad_meta(int64_t h, int64_t *meta);
 /* Replaces the gradient; g == 0 clears it. */
 int lucid_set_grad(int64_t h, int64_t g);
 int lucid_detach(int64_t h, lucid_tensor_info *out);
@@ -205,10 +219,14 @@ int lucid_node_name(int64_t node, char *buf, size_t n);
 int lucid_node_next(int64_t node, int64_t *nodes, int32_t *outputs, int32_t cap, int32_t *count);
 
 int lucid_binary(int32_t op, int64_t a, int64_t b, int32_t mode, lucid_tensor_info *out);
+/* lucid_binary with a meta array for out (see LUCID_META_LEN). */
+int lucid_binary_meta(int32_t op, int64_t a, int64_t b, int32_t mode, int64_t *meta);
 int lucid_unary(int32_t op, int64_t a, int32_t mode, lucid_tensor_info *out);
 /* Sum or mean over dims (ndims < 0: all dims). */
 int lucid_reduce(int32_t op, int64_t a, const int64_t *dims, int32_t ndims, int32_t keepdim, int32_t mode,
                  lucid_tensor_info *out);
+int lucid_reduce_meta(int32_t op, int64_t a, const int64_t *dims, int32_t ndims, int32_t keepdim, int32_t mode,
+                      int64_t *meta);
 int lucid_cast(int64_t a, int32_t dtype, int32_t mode, lucid_tensor_info *out);
 /* A contiguous copy with the same bits (differentiable). */
 int lucid_copy(int64_t a, int32_t mode, lucid_tensor_info *out);

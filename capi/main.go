@@ -66,6 +66,29 @@ func fill(out *C.lucid_tensor_info, t *tensor.Tensor) error {
 	return nil
 }
 
+// fillMeta gives t a handle and describes it in a meta array (lucid.h,
+// LUCID_META_LEN): the compact form of fill for hot paths.
+func fillMeta(meta *C.int64_t, t *tensor.Tensor) error {
+	if meta == nil {
+		return errs.Valuef("output meta pointer is NULL")
+	}
+	shape := t.ShapeRef()
+	m := unsafe.Slice(meta, 2+len(shape))
+	m[0] = C.int64_t(handles.put(t))
+	packed := C.int64_t(t.Dtype()) | C.int64_t(len(shape))<<8
+	if t.RequiresGrad() {
+		packed |= 1 << 16
+	}
+	if pendingItems.Load() > 0 {
+		packed |= 1 << 17
+	}
+	m[1] = packed
+	for i, d := range shape {
+		m[2+i] = C.int64_t(d)
+	}
+	return nil
+}
+
 // fillInfo describes t in out. The data address is given only when asked
 // (lucid_tensor_info_get): handing it out pins small tensors' Go memory,
 // which op results should not pay for.
@@ -276,22 +299,43 @@ func lucid_set_requires_grad(h C.int64_t, flag C.int32_t) C.int {
 }
 
 //export lucid_get_grad
-func lucid_get_grad(h C.int64_t, out *C.lucid_tensor_info) C.int {
-	return call(func() error {
-		t, err := getTensor(h)
-		if err != nil {
-			return err
-		}
-		g := t.Grad()
-		if g == nil {
-			if out == nil {
-				return errs.Valuef("output info pointer is NULL")
-			}
-			out.handle = 0
-			return nil
-		}
-		return fill(out, g)
-	})
+func lucid_get_grad(h C.int64_t, out *C.lucid_tensor_info) (rc C.int) {
+	defer recoverPanic(&rc)
+	g, err := gradOf(h)
+	switch {
+	case err != nil:
+	case out == nil:
+		err = errs.Valuef("output info pointer is NULL")
+	case g == nil:
+		out.handle = 0
+	default:
+		err = fill(out, g)
+	}
+	return status(err)
+}
+
+//export lucid_get_grad_meta
+func lucid_get_grad_meta(h C.int64_t, meta *C.int64_t) (rc C.int) {
+	defer recoverPanic(&rc)
+	g, err := gradOf(h)
+	switch {
+	case err != nil:
+	case meta == nil:
+		err = errs.Valuef("output meta pointer is NULL")
+	case g == nil:
+		*meta = 0
+	default:
+		err = fillMeta(meta, g)
+	}
+	return status(err)
+}
+
+func gradOf(h C.int64_t) (*tensor.Tensor, error) {
+	t, err := getTensor(h)
+	if err != nil {
+		return nil, err
+	}
+	return t.Grad(), nil
 }
 
 //export lucid_set_grad
@@ -429,15 +473,45 @@ func opCall(mode C.int32_t, out *C.lucid_tensor_info, hs []C.int64_t,
 	})
 }
 
+// binaryOp runs op on the tensors behind handles a and b.
+func binaryOp(op C.int32_t, a, b C.int64_t, mode C.int32_t) (*tensor.Tensor, error) {
+	c, err := contextOf(mode)
+	if err != nil {
+		return nil, err
+	}
+	f, ok := binaryOps[op]
+	if !ok {
+		return nil, errs.Valuef("unknown binary op %d", int(op))
+	}
+	ta, err := getTensor(a)
+	if err != nil {
+		return nil, err
+	}
+	tb, err := getTensor(b)
+	if err != nil {
+		return nil, err
+	}
+	return f(c, ta, tb)
+}
+
 //export lucid_binary
-func lucid_binary(op C.int32_t, a, b C.int64_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
-	return opCall(mode, out, []C.int64_t{a, b}, func(c *ops.Context, ts []*tensor.Tensor) (*tensor.Tensor, error) {
-		f, ok := binaryOps[op]
-		if !ok {
-			return nil, errs.Valuef("unknown binary op %d", int(op))
-		}
-		return f(c, ts[0], ts[1])
-	})
+func lucid_binary(op C.int32_t, a, b C.int64_t, mode C.int32_t, out *C.lucid_tensor_info) (rc C.int) {
+	defer recoverPanic(&rc)
+	t, err := binaryOp(op, a, b, mode)
+	if err == nil {
+		err = fill(out, t)
+	}
+	return status(err)
+}
+
+//export lucid_binary_meta
+func lucid_binary_meta(op C.int32_t, a, b C.int64_t, mode C.int32_t, meta *C.int64_t) (rc C.int) {
+	defer recoverPanic(&rc)
+	t, err := binaryOp(op, a, b, mode)
+	if err == nil {
+		err = fillMeta(meta, t)
+	}
+	return status(err)
 }
 
 //export lucid_unary
@@ -450,25 +524,52 @@ func lucid_unary(op C.int32_t, a C.int64_t, mode C.int32_t, out *C.lucid_tensor_
 	})
 }
 
+// reduceOp runs reduction op over dims (ndims < 0: all dims) of a.
+func reduceOp(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, keepdim C.int32_t,
+	mode C.int32_t) (*tensor.Tensor, error) {
+	c, err := contextOf(mode)
+	if err != nil {
+		return nil, err
+	}
+	t, err := getTensor(a)
+	if err != nil {
+		return nil, err
+	}
+	var ds []int
+	if ndims >= 0 {
+		if ds, err = shapeOf(ndims, dims); err != nil {
+			return nil, err
+		}
+	}
+	switch op {
+	case C.LUCID_SUM:
+		return ops.Sum(c, t, ds, keepdim != 0)
+	case C.LUCID_MEAN:
+		return ops.Mean(c, t, ds, keepdim != 0)
+	}
+	return nil, errs.Valuef("unknown reduction %d", int(op))
+}
+
 //export lucid_reduce
 func lucid_reduce(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, keepdim C.int32_t, mode C.int32_t,
-	out *C.lucid_tensor_info) C.int {
-	return opCall(mode, out, []C.int64_t{a}, func(c *ops.Context, ts []*tensor.Tensor) (*tensor.Tensor, error) {
-		var ds []int
-		if ndims >= 0 {
-			var err error
-			if ds, err = shapeOf(ndims, dims); err != nil {
-				return nil, err
-			}
-		}
-		switch op {
-		case C.LUCID_SUM:
-			return ops.Sum(c, ts[0], ds, keepdim != 0)
-		case C.LUCID_MEAN:
-			return ops.Mean(c, ts[0], ds, keepdim != 0)
-		}
-		return nil, errs.Valuef("unknown reduction %d", int(op))
-	})
+	out *C.lucid_tensor_info) (rc C.int) {
+	defer recoverPanic(&rc)
+	t, err := reduceOp(op, a, dims, ndims, keepdim, mode)
+	if err == nil {
+		err = fill(out, t)
+	}
+	return status(err)
+}
+
+//export lucid_reduce_meta
+func lucid_reduce_meta(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, keepdim C.int32_t,
+	mode C.int32_t, meta *C.int64_t) (rc C.int) {
+	defer recoverPanic(&rc)
+	t, err := reduceOp(op, a, dims, ndims, keepdim, mode)
+	if err == nil {
+		err = fillMeta(meta, t)
+	}
+	return status(err)
 }
 
 //export lucid_copy

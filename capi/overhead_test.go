@@ -40,3 +40,31 @@ func TestStepLoopReleasesHandles(t *testing.T) {
 		t.Fatalf("live handles %d, want %d", got, before)
 	}
 }
+
+// A released handle stays invalid after its slot is reused: handles carry
+// the slot's generation.
+func TestStaleHandleAfterSlotReuse(t *testing.T) {
+	first := handles.put("first")
+	if err := handles.release(first); err != nil {
+		t.Fatal(err)
+	}
+	second := handles.put("second")
+	defer handles.release(second)
+	if uint32(first) != uint32(second) {
+		t.Fatalf("slot not reused: %x then %x", first, second)
+	}
+	if _, ok := handles.get(first); ok {
+		t.Fatalf("stale handle %x still resolves", first)
+	}
+	if err := handles.release(first); err == nil {
+		t.Fatalf("releasing stale handle %x twice succeeded", first)
+	}
+	if o, ok := handles.get(second); !ok || o != "second" {
+		t.Fatalf("live handle %x resolves to %v, %v", second, o, ok)
+	}
+	for _, bad := range []int64{0, -1, 1 << 40} {
+		if _, ok := handles.get(bad); ok {
+			t.Fatalf("handle %x resolves", bad)
+		}
+	}
+}

@@ -49,12 +49,19 @@ func fail(code C.int, msg string) C.int {
 // call runs f, mapping its error to a status code and a Go panic to
 // statusPanic, so that no panic ever crosses into C.
 func call(f func() error) (rc C.int) {
-	defer func() {
-		if r := recover(); r != nil {
-			rc = fail(statusPanic, fmt.Sprintf("internal error in pylucid's native library (Go panic): %v", r))
-		}
-	}()
-	err := f()
+	defer recoverPanic(&rc)
+	return status(f())
+}
+
+// recoverPanic, deferred by every export, turns a Go panic into statusPanic.
+func recoverPanic(rc *C.int) {
+	if r := recover(); r != nil {
+		*rc = fail(statusPanic, fmt.Sprintf("internal error in pylucid's native library (Go panic): %v", r))
+	}
+}
+
+// status maps an error to its status code, recording the message.
+func status(err error) C.int {
 	if err == nil {
 		return statusOK
 	}
@@ -69,15 +76,54 @@ func call(f func() error) (rc C.int) {
 
 // ---- handles ----
 
+// handleTable maps handles to Go objects. A handle is a slot index plus
+// one in its low 32 bits and the slot's generation in the high bits, so a
+// stale handle (used after release, or released twice) is an error even
+// after its slot is reused.
 type handleTable struct {
 	mu    sync.Mutex
-	next  int64
-	objs  map[int64]any
+	slots []handleSlot
+	free  []uint32
+	live  int
 	nodes map[any]int64 // node → handle, so one node keeps one handle
-	refs  map[int64]int // references to node handles
 }
 
-var handles = handleTable{objs: map[int64]any{}, nodes: map[any]int64{}, refs: map[int64]int{}}
+type handleSlot struct {
+	obj  any
+	gen  uint32
+	refs int32 // references to a shared (node) handle; 0 for others
+}
+
+var handles = handleTable{nodes: map[any]int64{}}
+
+// add stores obj in a free slot; the caller holds h.mu.
+func (h *handleTable) add(obj any, refs int32) int64 {
+	var i uint32
+	if n := len(h.free); n > 0 {
+		i = h.free[n-1]
+		h.free = h.free[:n-1]
+	} else {
+		h.slots = append(h.slots, handleSlot{gen: 1})
+		i = uint32(len(h.slots) - 1)
+	}
+	sl := &h.slots[i]
+	sl.obj, sl.refs = obj, refs
+	h.live++
+	return int64(sl.gen)<<32 | int64(i+1)
+}
+
+// slot returns the live slot of id, or nil; the caller holds h.mu.
+func (h *handleTable) slot(id int64) *handleSlot {
+	i := uint32(id) - 1
+	if id <= 0 || int(i) >= len(h.slots) {
+		return nil
+	}
+	sl := &h.slots[i]
+	if sl.obj == nil || sl.gen != uint32(id>>32) {
+		return nil
+	}
+	return sl
+}
 
 func (h *handleTable) put(obj any) int64 {
 	if t, ok := obj.(*tensor.Tensor); ok {
@@ -85,9 +131,7 @@ func (h *handleTable) put(obj any) int64 {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.next++
-	h.objs[h.next] = obj
-	return h.next
+	return h.add(obj, 0)
 }
 
 // putShared returns obj's existing handle (adding a reference) or a new one.
@@ -95,37 +139,45 @@ func (h *handleTable) putShared(obj any) int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if id, ok := h.nodes[obj]; ok {
-		h.refs[id]++
+		h.slot(id).refs++
 		return id
 	}
-	h.next++
-	h.objs[h.next], h.nodes[obj], h.refs[h.next] = obj, h.next, 1
-	return h.next
+	id := h.add(obj, 1)
+	h.nodes[obj] = id
+	return id
 }
 
 func (h *handleTable) get(id int64) (any, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	o, ok := h.objs[id]
-	return o, ok
+	if sl := h.slot(id); sl != nil {
+		return sl.obj, true
+	}
+	return nil, false
 }
 
 func (h *handleTable) release(id int64) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	obj, ok := h.objs[id]
-	if !ok {
+	sl := h.slot(id)
+	if sl == nil {
+		h.mu.Unlock()
 		return fmt.Errorf("invalid or released handle %d", id)
 	}
-	if n, shared := h.refs[id]; shared {
-		if n > 1 {
-			h.refs[id] = n - 1
+	obj := sl.obj
+	if sl.refs > 0 {
+		if sl.refs--; sl.refs > 0 {
+			h.mu.Unlock()
 			return nil
 		}
-		delete(h.refs, id)
 		delete(h.nodes, obj)
 	}
-	delete(h.objs, id)
+	sl.obj = nil
+	if sl.gen++; sl.gen == 0 {
+		sl.gen = 1
+	}
+	h.free = append(h.free, uint32(id)-1)
+	h.live--
+	h.mu.Unlock()
 	if t, ok := obj.(*tensor.Tensor); ok {
 		// Frees the memory now if this was the storage's only handle and
 		// nothing else ever shared it (the handle's user is done with it).
@@ -137,7 +189,7 @@ func (h *handleTable) release(id int64) error {
 func (h *handleTable) count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.objs)
+	return h.live
 }
 
 func getTensor(id C.int64_t) (*tensor.Tensor, error) {

@@ -9,6 +9,7 @@ schema; :func:`schemas` lists them all.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Union
 
@@ -63,33 +64,42 @@ def schemas() -> List[OpSchema]:
     return sorted(_load_schemas().values())
 
 
-class Op:
-    """A callable op with its schema."""
+class Op(functools.partial):  # type: ignore[type-arg]
+    """A callable op with its schema.
 
-    __slots__ = ("_name", "_fn", "__dict__")
+    A ``functools.partial`` of the op's implementation: calling it goes
+    straight to that function (C-level dispatch, no extra Python frame), which
+    matters on the per-call hot path.
+    """
 
-    def __init__(self, name: str, fn: Callable[..., Tensor], doc: str) -> None:
+    _name: str
+
+    def __new__(cls, name: str, fn: Callable[..., Tensor], *args: Any, doc: str = "") -> "Op":
+        self = super().__new__(cls, fn, *args)
         self._name = name
-        self._fn = fn
         self.__doc__ = doc
-        self.__name__ = name
+        self.__name__ = name  # type: ignore[attr-defined]
+        return self
 
     @property
     def schema(self) -> OpSchema:
         return _load_schemas()[self._name]
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Tensor:
-        return self._fn(*args, **kwargs)
-
     def __repr__(self) -> str:
         return "<pylucid op %s>" % self._name
 
+    def __reduce__(self) -> Any:  # pickles by name, like a function
+        return (_op_named, (self._name,))
+
+
+def _op_named(name: str) -> "Op":
+    op = globals()[name]
+    assert isinstance(op, Op)
+    return op
+
 
 def _binary_op(name: str, code: int, doc: str) -> Op:
-    def fn(a: ArrayLike, b: ArrayLike) -> Tensor:
-        return binary(code, a, b)
-
-    return Op(name, fn, doc)
+    return Op(name, binary, code, doc=doc)
 
 
 minimum = _binary_op(
@@ -119,7 +129,7 @@ def _neg(a: ArrayLike) -> Tensor:
     return -as_tensor(a)
 
 
-neg = Op("neg", _neg, "``-a``.")
+neg = Op("neg", _neg, doc="``-a``.")
 
 Dims = Union[None, int, Sequence[int]]
 
@@ -132,8 +142,8 @@ def _mean(a: ArrayLike, dim: Dims = None, keepdim: bool = False) -> Tensor:
     return reduce(MEAN, a, dim, keepdim)
 
 
-sum = Op("sum", _sum, "Sum over ``dim`` (all dims when None); integers sum to int64.")
-mean = Op("mean", _mean, "Mean over ``dim`` (all dims when None) of a floating tensor.")
+sum = Op("sum", _sum, doc="Sum over ``dim`` (all dims when None); integers sum to int64.")
+mean = Op("mean", _mean, doc="Mean over ``dim`` (all dims when None) of a floating tensor.")
 
 __all__ = [
     "AmpPolicy",

@@ -440,17 +440,22 @@ class Tensor:
     @property
     def grad(self) -> Optional["Tensor"]:
         """The gradient accumulated by ``backward()`` (None before any); settable."""
-        _lib.check_fork()
-        info = _info()
-        rc = lib.lucid_get_grad(self._h, info)
+        if _lib._forked:
+            _lib.check_fork()
+        try:
+            buf, mv = _tls.meta
+        except AttributeError:
+            buf, mv = _meta_buffer()
+        rc = _lucid_get_grad_meta(self._h, buf)
         if rc:
             raise_status(rc)
-        return _wrap(info) if info.handle else None
+        return _from_meta(mv) if mv[0] else None
 
     @grad.setter
     def grad(self, g: Optional["Tensor"]) -> None:
-        _lib.check_fork()
-        rc = lib.lucid_set_grad(self._h, 0 if g is None else as_tensor(g)._h)
+        if _lib._forked:
+            _lib.check_fork()
+        rc = _lucid_set_grad(self._h, 0 if g is None else as_tensor(g)._h)
         if rc:
             raise_status(rc)
 
@@ -632,55 +637,83 @@ class Tensor:
         return (1, 0)
 
 
+def _meta_buffer() -> Tuple[Any, memoryview]:
+    """The calling thread's meta array (lucid.h, LUCID_META_LEN) and an int64
+    memoryview of it: indexing the view is cheaper than reading cffi fields."""
+    try:
+        return _tls.meta  # type: ignore[no-any-return]
+    except AttributeError:
+        buf = ffi.new("int64_t[]", lib.LUCID_META_LEN)
+        _tls.meta = (buf, memoryview(ffi.buffer(buf)).cast("q"))
+        return _tls.meta  # type: ignore[no-any-return]
+
+
+def _from_meta(mv: memoryview) -> "Tensor":
+    """Wraps the result a *_meta call described (taking over its handle)."""
+    t = _new_tensor(Tensor)
+    t._h = mv[0]
+    m = mv[1]
+    nd = (m >> 8) & 0xFF
+    if nd == 0:
+        t._shape = ()
+    elif nd == 1:
+        t._shape = (mv[2],)
+    else:
+        t._shape = tuple(mv[2 : 2 + nd])
+    t._dtype = BY_CODE[m & 0xFF]
+    t._rg = m & _META_RG != 0
+    if m & _META_PENDING:
+        drain()
+    return t
+
+
+_META_RG = lib.LUCID_META_REQUIRES_GRAD
+_META_PENDING = lib.LUCID_META_PENDING
+
+
 def binary(op: int, a: Any, b: Any) -> Tensor:
     """One C call: op(a, b) with promotion, broadcasting and autograd.
 
-    This is the hot path of every op call, written for speed: the info
-    struct is per thread, and the result's metadata is read straight from it.
+    This is the hot path of every op call, written for speed: the result's
+    metadata comes back in the thread's meta array, read through a
+    memoryview.
     """
     if _lib._forked:
         _lib.check_fork()
     ta = a if type(a) is Tensor else as_tensor(a)
     tb = b if type(b) is Tensor else as_tensor(b)
     try:
-        info = _tls.info
+        buf, mv = _tls.meta
     except AttributeError:
-        info = _info()
-    rc = _lucid_binary(op, ta._h, tb._h, state.mode, info)
+        buf, mv = _meta_buffer()
+    rc = _lucid_binary_meta(op, ta._h, tb._h, state.mode, buf)
     if rc:
         raise_status(rc)
-    t = _new_tensor(Tensor)
-    t._h = info.handle
-    t._dtype = BY_CODE[info.dtype]
-    nd = info.ndim
-    if nd == 0:
-        t._shape = ()
-    elif nd == 1:
-        t._shape = (info.shape[0],)
-    else:
-        t._shape = tuple(_unpack(info.shape, nd))
-    t._rg = info.requires_grad == 1
-    if info.pending:
-        drain()
-    return t
-
-
-_lucid_binary = lib.lucid_binary
-_lucid_release = lib.lucid_release
-_new_tensor = object.__new__
-_unpack = ffi.unpack
+    return _from_meta(mv)
 
 
 def reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool) -> Tensor:
-    _lib.check_fork()
-    ta = as_tensor(a)
+    if _lib._forked:
+        _lib.check_fork()
+    ta = a if type(a) is Tensor else as_tensor(a)
     dims: Any = ffi.NULL
     nd = -1
     if dim is not None:
         dims = [dim] if isinstance(dim, int) else [int(d) for d in dim]
         nd = len(dims)
-    info = _info()
-    rc = lib.lucid_reduce(op, ta._h, dims, nd, 1 if keepdim else 0, state.mode, info)
+    try:
+        buf, mv = _tls.meta
+    except AttributeError:
+        buf, mv = _meta_buffer()
+    rc = _lucid_reduce_meta(op, ta._h, dims, nd, 1 if keepdim else 0, state.mode, buf)
     if rc:
         raise_status(rc)
-    return _wrap(info)
+    return _from_meta(mv)
+
+
+_lucid_binary_meta = lib.lucid_binary_meta
+_lucid_reduce_meta = lib.lucid_reduce_meta
+_lucid_get_grad_meta = lib.lucid_get_grad_meta
+_lucid_set_grad = lib.lucid_set_grad
+_lucid_release = lib.lucid_release
+_new_tensor = object.__new__
