@@ -531,7 +531,9 @@ func (r *Run) ownGradient(g *tensor.Tensor) (*tensor.Tensor, error) {
 		g = c
 	}
 	if !r.opts.CreateGraph {
-		g = g.Detach()
+		if fn, _ := g.GradFn(); fn != nil || g.RequiresGrad() {
+			g = g.Detach()
+		} // else g is outside any graph already (a backward formula's fresh result)
 	}
 	return g, nil
 }

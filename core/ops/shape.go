@@ -96,7 +96,7 @@ func Expand(c *Context, a *tensor.Tensor, shape []int) (*tensor.Tensor, error) {
 	if err := checkInputs(expandSchema.Name, a); err != nil {
 		return nil, err
 	}
-	out, err := a.Detach().BroadcastTo(shape)
+	out, err := a.BroadcastTo(shape) // a new view: outside any graph until recorded
 	if err != nil {
 		return nil, errs.Valuef("expand: %w", err)
 	}
@@ -111,7 +111,7 @@ func Reshape(c *Context, a *tensor.Tensor, shape []int) (*tensor.Tensor, error) 
 	if err := checkInputs(reshapeSchema.Name, a); err != nil {
 		return nil, err
 	}
-	out, err := a.Detach().Reshape(shape)
+	out, err := a.Reshape(shape) // a new view: outside any graph until recorded
 	if err != nil {
 		n, nerr := tensor.Numel(shape)
 		if nerr != nil || n != a.Numel() {
@@ -298,14 +298,19 @@ func Mean(c *Context, a *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tenso
 // sumFormula is SumBackward: the output gradient, back in the keepdim shape
 // and expanded to the input's.
 func sumFormula(c *Context, n *node, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	if grads[0] == nil {
+	g := grads[0]
+	if g == nil {
 		return []*tensor.Tensor{nil}, nil
 	}
-	g, err := Reshape(c, grads[0], n.shape)
-	if err != nil {
-		return nil, err
+	// Back to the keepdim shape, unless broadcasting aligns g already (a
+	// full reduction, or keepdim).
+	if g.Ndim() != 0 && !tensor.SameShape(g.ShapeRef(), n.shape) {
+		var err error
+		if g, err = Reshape(c, g, n.shape); err != nil {
+			return nil, err
+		}
 	}
-	g, err = Expand(c, g, n.inputs[0].Shape)
+	g, err := Expand(c, g, n.inputs[0].Shape)
 	return []*tensor.Tensor{g}, err
 }
 
