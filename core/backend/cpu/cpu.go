@@ -102,13 +102,21 @@ func sequential(n int, fn func(i int)) {
 	}
 }
 
+// maxOps is the most operands a kernel iterates together (a seg's capacity).
+const maxOps = tensor.IterOperands
+
 // seg is one run of elements: for each operand a pointer to the first element
-// and a stride in bytes, and the run length.
+// and a stride in bytes, and the run length. Kernels take it by value: a
+// pointer handed to a function value escapes, and would cost an allocation
+// per call.
 type seg struct {
-	p [6]unsafe.Pointer
-	s [6]int
+	p [maxOps]unsafe.Pointer
+	s [maxOps]int
 	n int
 }
+
+// segFunc is an elementwise kernel: it processes one segment.
+type segFunc func(seg)
 
 func (s *seg) at(o, i int) unsafe.Pointer { return unsafe.Add(s.p[o], i*s.s[o]) }
 
@@ -133,37 +141,45 @@ func (s *seg) contiguous(k, sz int) bool {
 	return true
 }
 
-// operands holds the layout of several tensors iterated together.
+// operands holds, for a strided iteration, each operand's storage base
+// pointer and element size (the offsets and strides are in the Iter).
 type operands struct {
-	plan  tensor.Plan
-	base  []unsafe.Pointer
-	sizes []int
+	nops  int
+	base  [maxOps]unsafe.Pointer
+	sizes [maxOps]int
 }
 
-func newOperands(ts ...*tensor.Tensor) operands {
-	shape := ts[0].ShapeRef()
-	offs := make([]int, len(ts))
-	strides := make([][]int, len(ts))
-	base := make([]unsafe.Pointer, len(ts))
-	sizes := make([]int, len(ts))
-	for i, t := range ts {
-		offs[i], strides[i] = t.Offset(), t.StridesRef()
-		base[i], sizes[i] = t.Storage().Pointer(), t.Dtype().Size()
+// plan builds the iteration over ts (all of ts[0]'s shape; with perm, dims
+// visited in that order) into it and returns the operands' pointers and sizes.
+// Nothing escapes: it and the result can live on the caller's stack.
+func plan(it *tensor.Iter, perm []int, ts ...*tensor.Tensor) operands {
+	var ops operands
+	var offs [maxOps]int
+	var strides [maxOps][]int
+	ops.nops = len(ts)
+	for o, t := range ts {
+		offs[o], strides[o] = t.Offset(), t.StridesRef()
+		ops.base[o], ops.sizes[o] = t.Storage().Pointer(), t.Dtype().Size()
 	}
-	return operands{plan: tensor.NewPlan(shape, offs, strides...), base: base, sizes: sizes}
+	it.Reset(ts[0].ShapeRef(), perm, offs[:len(ts)], strides[:len(ts)]...)
+	return ops
 }
 
-// segments calls k for the runs covering flat indices [start, end) of the plan,
+// segments calls k for the runs covering flat indices [start, end) of it,
 // each at most maxSeg long.
-func (ops *operands) segments(start, end int, k func(*seg)) {
-	inner := ops.plan.Inner()
+func segments(it *tensor.Iter, ops *operands, start, end int, k segFunc) {
+	inner := it.Inner()
 	if start >= end || inner == 0 {
 		return
 	}
 	rs, re := start/inner, (end-1)/inner+1
-	row := rs
+	var cur tensor.RowCursor
+	cur.Seek(it, rs)
 	var s seg
-	ops.plan.ForRows(rs, re, func(offs []int) {
+	for o := 0; o < ops.nops; o++ {
+		s.s[o] = it.InnerStride(o) * ops.sizes[o]
+	}
+	for row := rs; row < re; row++ {
 		c0, c1 := 0, inner
 		if row == rs {
 			c0 = start - rs*inner
@@ -172,16 +188,16 @@ func (ops *operands) segments(start, end int, k func(*seg)) {
 			c1 = end - row*inner
 		}
 		for c := c0; c < c1; c += maxSeg {
-			for o := range offs {
-				st := ops.plan.InnerStride(o)
-				s.p[o] = unsafe.Add(ops.base[o], (offs[o]+c*st)*ops.sizes[o])
-				s.s[o] = st * ops.sizes[o]
+			for o := 0; o < ops.nops; o++ {
+				s.p[o] = unsafe.Add(ops.base[o], cur.Offs[o]*ops.sizes[o]+c*s.s[o])
 			}
 			s.n = min(maxSeg, c1-c)
-			k(&s)
+			k(s)
 		}
-		row++
-	})
+		if row+1 < re {
+			cur.Next(it)
+		}
+	}
 }
 
 // MinParallel is the least work (elements) worth waking another goroutine
@@ -189,25 +205,31 @@ func (ops *operands) segments(start, end int, k func(*seg)) {
 // not depend on how the work is split.
 const MinParallel = 1 << 18
 
-// flatSegs runs k over n elements of operands that are each contiguous or a
-// single broadcast element: no iteration plan is needed.
-func flatSegs(ts []*tensor.Tensor, start, end int, k func(*seg)) {
+// flatSeg returns the segment template of n-element operands that are each
+// contiguous or a single broadcast element (see isFlat): no iteration plan
+// is needed. A contiguous operand gets its element stride even when n is 1,
+// so the fast paths (which want a unit-stride output) take it.
+func flatSeg(n int, ts []*tensor.Tensor) seg {
 	var s seg
 	for o, t := range ts {
-		if isBroadcastScalar(t) {
-			s.s[o] = 0
-		} else {
+		if t.Numel() == n && t.IsContiguous() {
 			s.s[o] = t.Dtype().Size()
 		}
 		s.p[o] = t.DataPointer()
 	}
-	base := s.p
+	return s
+}
+
+// flatSegs runs k over elements [start, end) of the flat operands of
+// template base (nops of them).
+func flatSegs(base seg, nops, start, end int, k segFunc) {
+	s := base
 	for c := start; c < end; c += maxSeg {
-		for o := range ts {
-			s.p[o] = unsafe.Add(base[o], c*s.s[o])
+		for o := 0; o < nops; o++ {
+			s.p[o] = unsafe.Add(base.p[o], c*base.s[o])
 		}
 		s.n = min(maxSeg, end-c)
-		k(&s)
+		k(s)
 	}
 }
 
@@ -233,31 +255,45 @@ func isBroadcastScalar(t *tensor.Tensor) bool {
 	return true
 }
 
-// elementwise runs k over every element of ts[0]'s shape in parallel blocks.
-func (b *Backend) elementwise(k func(*seg), ts ...*tensor.Tensor) {
+// elementwise runs k over every element of ts[0]'s shape (at most maxOps
+// operands), in parallel blocks above MinParallel. Below it nothing is
+// allocated: ts, the segment and the iteration stay on the stack (ts must not
+// leak, so the parallel paths take copies).
+func (b *Backend) elementwise(k segFunc, ts ...*tensor.Tensor) {
 	n := ts[0].Numel()
 	if n == 0 {
 		return
 	}
 	if isFlat(n, ts) {
+		base := flatSeg(n, ts)
 		if n < MinParallel {
-			flatSegs(ts, 0, n, k)
-			runtime.KeepAlive(ts)
-			return
+			flatSegs(base, len(ts), 0, n, k)
+		} else {
+			b.flatParallel(k, base, len(ts), n)
 		}
-		b.parallel((n+Chunk-1)/Chunk, func(c int) { flatSegs(ts, c*Chunk, min(n, (c+1)*Chunk), k) })
-		runtime.KeepAlive(ts)
-		return
-	}
-	ops := newOperands(ts...)
-	if n < MinParallel {
-		ops.segments(0, n, k)
 	} else {
-		b.parallel((n+Chunk-1)/Chunk, func(c int) {
-			ops.segments(c*Chunk, min(n, (c+1)*Chunk), k)
-		})
+		var it tensor.Iter
+		ops := plan(&it, nil, ts...)
+		if n < MinParallel {
+			segments(&it, &ops, 0, n, k)
+		} else {
+			b.planParallel(k, it, ops, n)
+		}
 	}
 	// The kernels read memory through raw pointers: keep the tensors (and so
 	// their storages, whose cleanup frees the memory) reachable until done.
-	runtime.KeepAlive(ts)
+	for _, t := range ts {
+		runtime.KeepAlive(t)
+	}
+}
+
+// flatParallel is elementwise's flat path over Chunk-element blocks.
+func (b *Backend) flatParallel(k segFunc, base seg, nops, n int) {
+	b.parallel((n+Chunk-1)/Chunk, func(c int) { flatSegs(base, nops, c*Chunk, min(n, (c+1)*Chunk), k) })
+}
+
+// planParallel is elementwise's strided path over Chunk-element blocks (it
+// takes the Iter by value: the goroutines share a heap copy).
+func (b *Backend) planParallel(k segFunc, it tensor.Iter, ops operands, n int) {
+	b.parallel((n+Chunk-1)/Chunk, func(c int) { segments(&it, &ops, c*Chunk, min(n, (c+1)*Chunk), k) })
 }

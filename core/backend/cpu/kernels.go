@@ -24,10 +24,10 @@ type rawBits interface {
 
 // maskFunc writes, for n elements of a (operand ia) and b (operand ib),
 // whether a wins.
-type maskFunc func(m []bool, s *seg, ia, ib int)
+type maskFunc func(m []bool, s seg, ia, ib int)
 
 func maskNative[T native](maximum bool) maskFunc {
-	return func(m []bool, s *seg, ia, ib int) {
+	return func(m []bool, s seg, ia, ib int) {
 		sz := int(unsafe.Sizeof(*new(T)))
 		if s.s[ia] == sz && s.s[ib] == sz {
 			a, b := unsafe.Slice((*T)(s.p[ia]), s.n), unsafe.Slice((*T)(s.p[ib]), s.n)
@@ -56,7 +56,7 @@ func maskNative[T native](maximum bool) maskFunc {
 
 // maskHalf compares float16/bfloat16 by widening to float32 (exact).
 func maskHalf(widen func(uint16) float32, maximum bool) maskFunc {
-	return func(m []bool, s *seg, ia, ib int) {
+	return func(m []bool, s seg, ia, ib int) {
 		for i := 0; i < s.n; i++ {
 			x, y := widen(*(*uint16)(s.at(ia, i))), widen(*(*uint16)(s.at(ib, i)))
 			if maximum {
@@ -97,7 +97,7 @@ func mask(dt dtype.Dtype, op backend.BinaryOp) (maskFunc, error) {
 }
 
 // selectBits writes out[i] = m[i] ? x[i] : y[i] as raw bits (operands io, ix, iy).
-func selectBits[B rawBits](m []bool, s *seg, io, ix, iy int) {
+func selectBits[B rawBits](m []bool, s seg, io, ix, iy int) {
 	sz := int(unsafe.Sizeof(*new(B)))
 	if s.s[io] == sz && s.s[ix] == sz && s.s[iy] == sz {
 		o := unsafe.Slice((*B)(s.p[io]), s.n)
@@ -122,7 +122,7 @@ func selectBits[B rawBits](m []bool, s *seg, io, ix, iy int) {
 
 // routeBits writes ga[i] = m[i] ? g[i] : 0 and gb[i] = m[i] ? 0 : g[i]
 // (operands ga=0, gb=1, g=4).
-func routeBits[B rawBits](m []bool, s *seg) {
+func routeBits[B rawBits](m []bool, s seg) {
 	for i := 0; i < s.n; i++ {
 		g := *(*B)(s.at(4, i))
 		if m[i] {
@@ -134,8 +134,8 @@ func routeBits[B rawBits](m []bool, s *seg) {
 }
 
 type bitsFuncs struct {
-	sel   func(m []bool, s *seg, io, ix, iy int)
-	route func(m []bool, s *seg)
+	sel   func(m []bool, s seg, io, ix, iy int)
+	route func(m []bool, s seg)
 }
 
 func bitsFor(dt dtype.Dtype) bitsFuncs {
@@ -152,18 +152,18 @@ func bitsFor(dt dtype.Dtype) bitsFuncs {
 
 // maskedKernel builds the per-segment function of a selection kernel over
 // nops operands: fast, if not nil, may handle a prefix of each segment first
-// (a SIMD path) and returns how many elements it did; the rest gets a scratch
-// mask from mf (a at operand ia, b at ib) and k applies it.
-func maskedKernel(nops int, mf maskFunc, ia, ib int, fast func(*seg) int, k func(m []bool, s *seg)) func(*seg) {
-	return func(s *seg) {
+// (a SIMD path, which finishes the segment when it handles its layout) and
+// returns how many elements it did; the rest gets a scratch mask from mf (a
+// at operand ia, b at ib) and k applies it.
+func maskedKernel(nops int, mf maskFunc, ia, ib int, fast func(seg) int, k func(m []bool, s seg)) segFunc {
+	return func(s seg) {
 		if fast != nil {
 			done := fast(s)
 			if done == s.n {
 				return
 			}
 			if done > 0 {
-				rest := s.advance(done, nops)
-				s = &rest
+				s = s.advance(done, nops)
 			}
 		}
 		buf := maskBufs.Get().(*[maxSeg]bool)
@@ -176,8 +176,12 @@ func maskedKernel(nops int, mf maskFunc, ia, ib int, fast func(*seg) int, k func
 // Selection kernels are built once per (op, compared dtype, value dtype) at
 // init, so an op call allocates no closures.
 var (
-	selectKernels [2][16]func(*seg)     // [maximum][dtype]: minimum/maximum forward
-	routeKernels  [2][16][16]func(*seg) // [maximum][compared dtype][gradient dtype]
+	selectKernels [2][16]segFunc               // [maximum][dtype]: minimum/maximum forward
+	routeKernels  [2][16][16]segFunc           // [maximum][compared dtype][gradient dtype]
+	whereKernels  [2][16][16]segFunc           // [maximum][compared dtype][value dtype]: Select
+	arithKernels  [backend.Div + 1][16]segFunc // [op][dtype]: add, sub, mul, div
+	negKernels    [16]segFunc                  // [dtype]
+	castKernels   [16][16]segFunc              // [out dtype][in dtype]
 )
 
 func init() {
@@ -186,40 +190,61 @@ func init() {
 			selectKernels[mxi][cd] = buildSelect(op, cd)
 			for _, gd := range dtype.All() {
 				routeKernels[mxi][cd][gd] = buildRoute(op, cd, gd)
+				whereKernels[mxi][cd][gd] = buildWhere(op, cd, gd)
 			}
+		}
+	}
+	for _, dt := range dtype.All() {
+		for op := backend.Add; op <= backend.Div; op++ {
+			arithKernels[op][dt] = buildArith(op, dt)
+		}
+		negKernels[dt] = buildNeg(dt)
+		for _, id := range dtype.All() {
+			castKernels[dt][id] = castKernel(dt, id)
 		}
 	}
 }
 
-func buildSelect(op backend.BinaryOp, dt dtype.Dtype) func(*seg) {
+func buildSelect(op backend.BinaryOp, dt dtype.Dtype) segFunc {
 	mf, err := mask(dt, op)
 	if err != nil {
 		return nil
 	}
 	sel := bitsFor(dt).sel
-	var fast func(*seg) int
+	var fast func(seg) int
 	mx := op == backend.Maximum
 	if sz := simdSize(dt); sz != 0 {
-		fast = func(s *seg) int { return simdSelect(s, sz, mx, 0, 1, 2) }
+		fast = func(s seg) int { return simdSelect(&s, sz, mx, 0, 1, 2) }
 	} else if lim := halfNaNLimit(dt); lim != 0 {
-		fast = func(s *seg) int { return simdSelectHalf(s, lim, mx, 0, 1, 2) }
+		fast = func(s seg) int { return simdSelectHalf(&s, lim, mx, 0, 1, 2) }
 	}
-	return maskedKernel(3, mf, 1, 2, fast, func(m []bool, s *seg) { sel(m, s, 0, 1, 2) })
+	return maskedKernel(3, mf, 1, 2, fast, func(m []bool, s seg) { sel(m, s, 0, 1, 2) })
 }
 
-func buildRoute(op backend.BinaryOp, cd, gd dtype.Dtype) func(*seg) {
+func buildRoute(op backend.BinaryOp, cd, gd dtype.Dtype) segFunc {
 	mf, err := mask(cd, op)
 	if err != nil {
 		return nil
 	}
-	var fast func(*seg) int
+	var fast func(seg) int
 	mx := op == backend.Maximum
 	if sz := simdSize(gd); sz != 0 && cd == gd {
-		fast = func(s *seg) int { return simdRoute(s, sz, mx) }
+		fast = func(s seg) int { return simdRoute(&s, sz, mx) }
 	} else if lim := halfNaNLimit(gd); lim != 0 && cd == gd {
-		fast = func(s *seg) int { return simdRouteHalf(s, lim, mx) }
+		fast = func(s seg) int { return simdRouteHalf(&s, lim, mx) }
 	}
 	return maskedKernel(5, mf, 2, 3, fast, bitsFor(gd).route)
+}
+
+// buildWhere is Select's kernel: out (0) gets x (3) where a (1) wins over
+// b (2), y (4) elsewhere.
+func buildWhere(op backend.BinaryOp, cd, vd dtype.Dtype) segFunc {
+	mf, err := mask(cd, op)
+	if err != nil {
+		return nil
+	}
+	sel := bitsFor(vd).sel
+	return maskedKernel(5, mf, 1, 2, nil, func(m []bool, s seg) { sel(m, s, 0, 3, 4) })
 }
 
 func mxIndex(op backend.BinaryOp) int {
@@ -271,7 +296,10 @@ func (b *Backend) Route(op backend.BinaryOp, ga, gb, a, bb, g *tensor.Tensor) er
 	if !op.IsMinMax() {
 		return fmt.Errorf("selection needs minimum or maximum, got %v", op)
 	}
-	k := routeKernels[mxIndex(op)][a.Dtype()][g.Dtype()]
+	var k segFunc
+	if a.Dtype().Valid() && g.Dtype().Valid() {
+		k = routeKernels[mxIndex(op)][a.Dtype()][g.Dtype()]
+	}
 	if k == nil {
 		return fmt.Errorf("unsupported dtype %v", a.Dtype())
 	}
@@ -290,19 +318,24 @@ func (b *Backend) Select(op backend.BinaryOp, out, a, bb, x, y *tensor.Tensor) e
 	if err := backend.CheckSameDtype(out, x, y); err != nil {
 		return err
 	}
-	mf, err := mask(a.Dtype(), op)
-	if err != nil {
-		return err
+	if !op.IsMinMax() {
+		return fmt.Errorf("selection needs minimum or maximum, got %v", op)
 	}
-	sel := bitsFor(out.Dtype()).sel
-	b.elementwise(maskedKernel(5, mf, 1, 2, nil, func(m []bool, s *seg) { sel(m, s, 0, 3, 4) }), out, a, bb, x, y)
+	var k segFunc
+	if a.Dtype().Valid() && out.Dtype().Valid() {
+		k = whereKernels[mxIndex(op)][a.Dtype()][out.Dtype()]
+	}
+	if k == nil {
+		return fmt.Errorf("unsupported dtype %v", a.Dtype())
+	}
+	b.elementwise(k, out, a, bb, x, y)
 	return nil
 }
 
 // ---- arithmetic ----
 
-func arith[T native](op backend.BinaryOp) func(*seg) {
-	return func(s *seg) {
+func arith[T native](op backend.BinaryOp) segFunc {
+	return func(s seg) {
 		sz := int(unsafe.Sizeof(*new(T)))
 		if s.contiguous(3, sz) {
 			o := unsafe.Slice((*T)(s.p[0]), s.n)
@@ -361,11 +394,15 @@ func codecFor(dt dtype.Dtype) (halfCodec, bool) {
 	return halfCodec{}, false
 }
 
+// f32Bufs recycles viaFloat32's scratch (it escapes through the kernel call,
+// and is too large to allocate per segment).
+var f32Bufs = sync.Pool{New: func() any { return new([3][maxSeg]float32) }}
+
 // viaFloat32 runs a float32 kernel over float16/bfloat16 operands (operand 0
 // is the output, 1..nin the inputs) by widening into scratch buffers.
-func viaFloat32(c halfCodec, nin int, k func(*seg)) func(*seg) {
-	return func(s *seg) {
-		var bufs [3][maxSeg]float32
+func viaFloat32(c halfCodec, nin int, k segFunc) segFunc {
+	return func(s seg) {
+		bufs := f32Bufs.Get().(*[3][maxSeg]float32)
 		var t seg
 		t.n = s.n
 		for o := 0; o <= nin; o++ {
@@ -376,44 +413,46 @@ func viaFloat32(c halfCodec, nin int, k func(*seg)) func(*seg) {
 				bufs[o][i] = c.widen(*(*uint16)(s.at(o, i)))
 			}
 		}
-		k(&t)
+		k(t)
 		for i := 0; i < s.n; i++ {
 			*(*uint16)(s.at(0, i)) = c.narrow(bufs[0][i])
 		}
+		f32Bufs.Put(bufs)
 	}
 }
 
-// arithFor returns the arithmetic kernel for dt (bool results normalised to 0/1).
-func arithFor(op backend.BinaryOp, dt dtype.Dtype) (func(*seg), error) {
+// buildArith returns the arithmetic kernel for dt (bool results normalised
+// to 0/1), nil where there is none.
+func buildArith(op backend.BinaryOp, dt dtype.Dtype) segFunc {
 	if op == backend.Div && !dt.IsFloat() {
-		return nil, fmt.Errorf("div kernel needs a floating dtype, got %v", dt)
+		return nil
 	}
 	switch dt {
 	case dtype.Bool:
-		return normaliseBool(arith[uint8](op)), nil
+		return normaliseBool(arith[uint8](op))
 	case dtype.Uint8:
-		return arith[uint8](op), nil
+		return arith[uint8](op)
 	case dtype.Int8:
-		return arith[int8](op), nil
+		return arith[int8](op)
 	case dtype.Int16:
-		return arith[int16](op), nil
+		return arith[int16](op)
 	case dtype.Int32:
-		return arith[int32](op), nil
+		return arith[int32](op)
 	case dtype.Int64:
-		return arith[int64](op), nil
+		return arith[int64](op)
 	case dtype.Float32:
-		return arith[float32](op), nil
+		return arith[float32](op)
 	case dtype.Float64:
-		return arith[float64](op), nil
+		return arith[float64](op)
 	}
 	if c, ok := codecFor(dt); ok {
-		return viaFloat32(c, 2, arith[float32](op)), nil
+		return viaFloat32(c, 2, arith[float32](op))
 	}
-	return nil, fmt.Errorf("unsupported dtype %v", dt)
+	return nil
 }
 
-func normaliseBool(k func(*seg)) func(*seg) {
-	return func(s *seg) {
+func normaliseBool(k segFunc) segFunc {
+	return func(s seg) {
 		k(s)
 		for i := 0; i < s.n; i++ {
 			p := (*uint8)(s.at(0, i))
@@ -432,29 +471,55 @@ func (b *Backend) Binary(op backend.BinaryOp, out, a, bb *tensor.Tensor) error {
 	if err := backend.CheckSameDtype(out, a, bb); err != nil {
 		return err
 	}
-	if op.IsMinMax() {
-		k := selectKernels[mxIndex(op)][a.Dtype()]
-		if k == nil {
-			return fmt.Errorf("unsupported dtype %v", a.Dtype())
+	var k segFunc
+	switch dt := out.Dtype(); {
+	case !dt.Valid():
+	case op.IsMinMax():
+		k = selectKernels[mxIndex(op)][a.Dtype()]
+	case op <= backend.Div:
+		if op == backend.Div && !out.Dtype().IsFloat() {
+			return fmt.Errorf("div kernel needs a floating dtype, got %v", out.Dtype())
 		}
-		b.elementwise(k, out, a, bb)
-		return nil
-	}
-	if op > backend.Div {
+		k = arithKernels[op][out.Dtype()]
+	default:
 		return fmt.Errorf("unknown binary op %v", op)
 	}
-	k, err := arithFor(op, out.Dtype())
-	if err != nil {
-		return err
+	if k == nil {
+		return fmt.Errorf("unsupported dtype %v", out.Dtype())
 	}
 	b.elementwise(k, out, a, bb)
 	return nil
 }
 
-func neg[T native](s *seg) {
+func neg[T native](s seg) {
 	for i := 0; i < s.n; i++ {
 		*(*T)(s.at(0, i)) = -*(*T)(s.at(1, i))
 	}
+}
+
+func buildNeg(dt dtype.Dtype) segFunc {
+	switch dt {
+	case dtype.Bool:
+		return normaliseBool(neg[uint8])
+	case dtype.Uint8:
+		return neg[uint8]
+	case dtype.Int8:
+		return neg[int8]
+	case dtype.Int16:
+		return neg[int16]
+	case dtype.Int32:
+		return neg[int32]
+	case dtype.Int64:
+		return neg[int64]
+	case dtype.Float32:
+		return neg[float32]
+	case dtype.Float64:
+		return neg[float64]
+	}
+	if c, ok := codecFor(dt); ok {
+		return viaFloat32(c, 1, neg[float32])
+	}
+	return nil
 }
 
 // Unary implements backend.IBackend.
@@ -468,30 +533,12 @@ func (b *Backend) Unary(op backend.UnaryOp, out, a *tensor.Tensor) error {
 	if op != backend.Neg {
 		return fmt.Errorf("unknown unary op %v", op)
 	}
-	var k func(*seg)
-	switch out.Dtype() {
-	case dtype.Bool:
-		k = normaliseBool(neg[uint8])
-	case dtype.Uint8:
-		k = neg[uint8]
-	case dtype.Int8:
-		k = neg[int8]
-	case dtype.Int16:
-		k = neg[int16]
-	case dtype.Int32:
-		k = neg[int32]
-	case dtype.Int64:
-		k = neg[int64]
-	case dtype.Float32:
-		k = neg[float32]
-	case dtype.Float64:
-		k = neg[float64]
-	default:
-		c, ok := codecFor(out.Dtype())
-		if !ok {
-			return fmt.Errorf("unsupported dtype %v", out.Dtype())
-		}
-		k = viaFloat32(c, 1, neg[float32])
+	var k segFunc
+	if dt := out.Dtype(); dt.Valid() {
+		k = negKernels[dt]
+	}
+	if k == nil {
+		return fmt.Errorf("unsupported dtype %v", out.Dtype())
 	}
 	b.elementwise(k, out, a)
 	return nil
@@ -499,15 +546,15 @@ func (b *Backend) Unary(op backend.UnaryOp, out, a *tensor.Tensor) error {
 
 // ---- casts ----
 
-func castNative[S, D native](s *seg) {
+func castNative[S, D native](s seg) {
 	for i := 0; i < s.n; i++ {
 		*(*D)(s.at(0, i)) = D(*(*S)(s.at(1, i)))
 	}
 }
 
 // castElem converts one element by the shared definition in package tensor.
-func castElem(od, id dtype.Dtype) func(*seg) {
-	return func(s *seg) {
+func castElem(od, id dtype.Dtype) segFunc {
+	return func(s seg) {
 		for i := 0; i < s.n; i++ {
 			if id.IsFloat() {
 				tensor.StoreFloat64(od, s.at(0, i), tensor.LoadFloat64(id, s.at(1, i)))
@@ -518,7 +565,7 @@ func castElem(od, id dtype.Dtype) func(*seg) {
 	}
 }
 
-func castKernel(od, id dtype.Dtype) func(*seg) {
+func castKernel(od, id dtype.Dtype) segFunc {
 	switch {
 	case od == id:
 		return bitsCopy(od)
@@ -528,7 +575,7 @@ func castKernel(od, id dtype.Dtype) func(*seg) {
 		return castNative[float32, float64]
 	case od == dtype.Float32:
 		if c, ok := codecFor(id); ok {
-			return func(s *seg) {
+			return func(s seg) {
 				for i := 0; i < s.n; i++ {
 					*(*float32)(s.at(0, i)) = c.widen(*(*uint16)(s.at(1, i)))
 				}
@@ -536,7 +583,7 @@ func castKernel(od, id dtype.Dtype) func(*seg) {
 		}
 	case id == dtype.Float32:
 		if c, ok := codecFor(od); ok {
-			return func(s *seg) {
+			return func(s seg) {
 				for i := 0; i < s.n; i++ {
 					*(*uint16)(s.at(0, i)) = c.narrow(*(*float32)(s.at(1, i)))
 				}
@@ -548,13 +595,13 @@ func castKernel(od, id dtype.Dtype) func(*seg) {
 	return castElem(od, id)
 }
 
-func copyBits[B rawBits](s *seg) {
+func copyBits[B rawBits](s seg) {
 	for i := 0; i < s.n; i++ {
 		*(*B)(s.at(0, i)) = *(*B)(s.at(1, i))
 	}
 }
 
-func bitsCopy(dt dtype.Dtype) func(*seg) {
+func bitsCopy(dt dtype.Dtype) segFunc {
 	switch dt.Size() {
 	case 1:
 		return copyBits[uint8]
@@ -571,7 +618,11 @@ func (b *Backend) Cast(out, a *tensor.Tensor) error {
 	if err := backend.CheckSameShape(out, a); err != nil {
 		return err
 	}
-	b.elementwise(castKernel(out.Dtype(), a.Dtype()), out, a)
+	od, id := out.Dtype(), a.Dtype()
+	if !od.Valid() || !id.Valid() {
+		return fmt.Errorf("unsupported cast %v to %v", id, od)
+	}
+	b.elementwise(castKernels[od][id], out, a)
 	return nil
 }
 
@@ -579,88 +630,202 @@ func (b *Backend) Cast(out, a *tensor.Tensor) error {
 
 type accum interface{ ~float32 | ~float64 | ~int64 }
 
-// blockSum sums flat indices [start, end) of ops (one operand) in the
-// canonical lane order.
-func blockSum[A accum](ops *operands, start, end int, load func(unsafe.Pointer) A, nz A,
-	fast func(*[backend.SumLanes]A, unsafe.Pointer, int) int) A {
+// addLanes adds elements [i, s.n) of operand 0 (of type T) to the lanes,
+// the first to lane k mod SumLanes, and returns k advanced past them.
+func addLanes[T native, A accum](lanes *[backend.SumLanes]A, k int, s *seg, i int) int {
+	for ; i < s.n; i++ {
+		lanes[k%backend.SumLanes] += A(*(*T)(s.at(0, i)))
+		k++
+	}
+	return k
+}
+
+// addHalf is addLanes for float16/bfloat16, widened exactly to float32.
+func addHalf[A accum](lanes *[backend.SumLanes]A, k int, s *seg, i int, widen func(uint16) float32) int {
+	for ; i < s.n; i++ {
+		lanes[k%backend.SumLanes] += A(widen(*(*uint16)(s.at(0, i))))
+		k++
+	}
+	return k
+}
+
+// addSeg adds the elements of segment s (operand 0, of dtype dt) to the
+// summation lanes in the canonical order, element k of the block going to
+// lane k mod SumLanes, and returns k advanced past them. A is dt's
+// accumulation type (float32 for float32 and the half types, float64 for
+// float64, int64 for the integers and bool).
+func addSeg[A accum](lanes *[backend.SumLanes]A, k int, dt dtype.Dtype, s *seg) int {
+	i := 0
+	if s.s[0] == dt.Size() && k%backend.SumLanes == 0 { // contiguous, lanes aligned: SIMD
+		switch dt {
+		case dtype.Float32:
+			i = simdLanes32((*[backend.SumLanes]float32)(unsafe.Pointer(lanes)), s.p[0], s.n)
+		case dtype.Float64:
+			i = simdLanes64((*[backend.SumLanes]float64)(unsafe.Pointer(lanes)), s.p[0], s.n)
+		case dtype.Float16:
+			i = simdLanesF16((*[backend.SumLanes]float32)(unsafe.Pointer(lanes)), s.p[0], s.n)
+		case dtype.BFloat16:
+			i = simdLanesBF16((*[backend.SumLanes]float32)(unsafe.Pointer(lanes)), s.p[0], s.n)
+		}
+		k += i
+	}
+	switch dt {
+	case dtype.Float32:
+		return addLanes[float32](lanes, k, s, i)
+	case dtype.Float64:
+		return addLanes[float64](lanes, k, s, i)
+	case dtype.Float16:
+		return addHalf(lanes, k, s, i, dtype.Float16ToFloat32)
+	case dtype.BFloat16:
+		return addHalf(lanes, k, s, i, dtype.BFloat16ToFloat32)
+	case dtype.Bool, dtype.Uint8:
+		return addLanes[uint8](lanes, k, s, i)
+	case dtype.Int8:
+		return addLanes[int8](lanes, k, s, i)
+	case dtype.Int16:
+		return addLanes[int16](lanes, k, s, i)
+	case dtype.Int32:
+		return addLanes[int32](lanes, k, s, i)
+	}
+	return addLanes[int64](lanes, k, s, i)
+}
+
+// blockSum sums flat indices [start, end) of it (one operand, of dtype dt)
+// in the canonical lane order.
+func blockSum[A accum](it *tensor.Iter, ops *operands, dt dtype.Dtype, start, end int, nz A) A {
 	var lanes [backend.SumLanes]A
 	for j := range lanes {
 		lanes[j] = nz
 	}
 	k := 0
-	sz := ops.sizes[0]
-	ops.segments(start, end, func(s *seg) {
-		i := 0
-		if fast != nil && s.s[0] == sz && k%backend.SumLanes == 0 {
-			i = fast(&lanes, s.p[0], s.n)
-			k += i
-		}
-		for ; i < s.n; i++ {
-			lanes[k%backend.SumLanes] += load(s.at(0, i))
-			k++
-		}
-	})
-	return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]))
+	segments(it, ops, start, end, func(s seg) { k = addSeg(&lanes, k, dt, &s) })
+	return combineLanes(&lanes)
 }
 
-func loadAs[T native, A accum](p unsafe.Pointer) A { return A(*(*T)(p)) }
+// combineLanes adds the lanes in the canonical tree order.
+func combineLanes[A accum](l *[backend.SumLanes]A) A {
+	return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
+}
 
-func sumAll[A accum](b *Backend, out, a *tensor.Tensor, load func(unsafe.Pointer) A, nz A, store func(unsafe.Pointer, A),
-	fast func(*[backend.SumLanes]A, unsafe.Pointer, int) int) {
-	// Reorder a's dims: kept dims first, reduced dims last, so each output's
-	// elements are one contiguous range of the plan in row-major order.
-	red := backend.ReducedDims(out, a)
-	var perm []int
-	for d, r := range red {
-		if !r {
-			perm = append(perm, d)
-		}
-	}
-	for d, r := range red {
-		if r {
-			perm = append(perm, d)
-		}
-	}
-	pa, _ := a.Permute(perm...)
+func storeF32(dt dtype.Dtype, p unsafe.Pointer, v float32) { tensor.StoreFloat64(dt, p, float64(v)) }
+func storeF64(dt dtype.Dtype, p unsafe.Pointer, v float64) { tensor.StoreFloat64(dt, p, v) }
+func storeI64(dt dtype.Dtype, p unsafe.Pointer, v int64)   { tensor.StoreInt64(dt, p, v) }
+
+func sumAll[A accum](b *Backend, out, a *tensor.Tensor, nz A, store func(dtype.Dtype, unsafe.Pointer, A)) {
 	nOut := out.Numel()
 	if nOut == 0 {
 		return
 	}
-	r := a.Numel() / nOut
-	if a.Numel() == 0 {
-		r = 0
+	n := a.Numel()
+	r := 0
+	if n > 0 {
+		r = n / nOut
 	}
-	ops := newOperands(pa)
-	nb := (r + backend.SumBlock - 1) / backend.SumBlock
-	partial := make([]A, nOut*nb)
-	const unitsPerTask = 32
-	tasks := (len(partial) + unitsPerTask - 1) / unitsPerTask
-	run := b.parallel
-	if a.Numel() < MinParallel {
-		run = sequential
+	if n < MinParallel && a.IsContiguous() && reducedLast(out, a) {
+		sumFlat(out, a, r, nz, store)
+		return
 	}
-	run(tasks, func(t int) {
-		for u := t * unitsPerTask; u < min(len(partial), (t+1)*unitsPerTask); u++ {
-			o, blk := u/max(nb, 1), u%max(nb, 1)
-			start := o*r + blk*backend.SumBlock
-			partial[u] = blockSum(&ops, start, min(start+backend.SumBlock, (o+1)*r), load, nz, fast)
+	// Visit a's dims kept first, reduced last (Sum reduces the dims where out
+	// is 1 and a is not), so each output's elements are one contiguous range
+	// of the iteration in row-major order.
+	var permBuf [tensor.MaxDims]int
+	perm := permBuf[:0]
+	for d := 0; d < a.Ndim(); d++ {
+		if out.Dim(d) != 1 || a.Dim(d) == 1 {
+			perm = append(perm, d)
 		}
-	})
-	// out is contiguous and fresh: write its elements in row-major order.
-	osz := out.Dtype().Size()
+	}
+	for d := 0; d < a.Ndim(); d++ {
+		if out.Dim(d) == 1 && a.Dim(d) != 1 {
+			perm = append(perm, d)
+		}
+	}
+	var it tensor.Iter
+	ops := plan(&it, perm, a)
+	dt := a.Dtype()
+	nb := (r + backend.SumBlock - 1) / backend.SumBlock
+	var partial []A // the block values, when computed in parallel
+	par := n >= MinParallel
+	if par {
+		partial = sumParallel(b, it, ops, dt, nOut*nb, nb, r, nz)
+	}
+	// out is contiguous and fresh: write its elements in row-major order,
+	// each the blocks' values added left to right.
+	odt, osz, dst := out.Dtype(), out.Dtype().Size(), out.DataPointer()
 	for o := 0; o < nOut; o++ {
 		total := nz
 		if r == 0 {
 			total = 0
 		}
 		for blk := 0; blk < nb; blk++ {
-			total += partial[o*nb+blk]
+			if par {
+				total += partial[o*nb+blk]
+				continue
+			}
+			start := o*r + blk*backend.SumBlock
+			total += blockSum(&it, &ops, dt, start, min(start+backend.SumBlock, (o+1)*r), nz)
 		}
-		store(unsafe.Add(out.DataPointer(), o*osz), total)
+		store(odt, unsafe.Add(dst, o*osz), total)
 	}
 	runtime.KeepAlive(a) // read through raw pointers above (see elementwise)
-	runtime.KeepAlive(pa)
 	runtime.KeepAlive(out)
+}
+
+// reducedLast reports whether every reduced dim of a (out is 1, a is not)
+// comes after every kept dim of size above 1.
+func reducedLast(out, a *tensor.Tensor) bool {
+	seen := false
+	for d := 0; d < a.Ndim(); d++ {
+		switch {
+		case out.Dim(d) == 1 && a.Dim(d) != 1:
+			seen = true
+		case seen && a.Dim(d) != 1:
+			return false
+		}
+	}
+	return true
+}
+
+// sumFlat is sumAll for a contiguous a whose reduced dims come last: output
+// o's r elements are the contiguous range [o*r, (o+1)*r) of a's memory.
+func sumFlat[A accum](out, a *tensor.Tensor, r int, nz A, store func(dtype.Dtype, unsafe.Pointer, A)) {
+	dt, sz, src := a.Dtype(), a.Dtype().Size(), a.DataPointer()
+	odt, osz, dst := out.Dtype(), out.Dtype().Size(), out.DataPointer()
+	for o := 0; o < out.Numel(); o++ {
+		total := nz
+		if r == 0 {
+			total = 0
+		}
+		for start := o * r; start < (o+1)*r; start += backend.SumBlock {
+			var lanes [backend.SumLanes]A
+			for j := range lanes {
+				lanes[j] = nz
+			}
+			var s seg
+			s.p[0], s.s[0], s.n = unsafe.Add(src, start*sz), sz, min(backend.SumBlock, (o+1)*r-start)
+			addSeg(&lanes, 0, dt, &s)
+			total += combineLanes(&lanes)
+		}
+		store(odt, unsafe.Add(dst, o*osz), total)
+	}
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(out)
+}
+
+// sumParallel computes every block value (units: output o's block blk is
+// unit o*nb+blk) on the backend's goroutines, in tasks of fixed size.
+func sumParallel[A accum](b *Backend, it tensor.Iter, ops operands, dt dtype.Dtype, units, nb, r int, nz A) []A {
+	partial := make([]A, units)
+	const unitsPerTask = 32
+	tasks := (units + unitsPerTask - 1) / unitsPerTask
+	b.parallel(tasks, func(t int) {
+		for u := t * unitsPerTask; u < min(units, (t+1)*unitsPerTask); u++ {
+			o, blk := u/max(nb, 1), u%max(nb, 1)
+			start := o*r + blk*backend.SumBlock
+			partial[u] = blockSum(&it, &ops, dt, start, min(start+backend.SumBlock, (o+1)*r), nz)
+		}
+	})
+	return partial
 }
 
 // Sum implements backend.IBackend.
@@ -671,33 +836,14 @@ func (b *Backend) Sum(out, a *tensor.Tensor) error {
 	if !out.IsContiguous() {
 		return fmt.Errorf("sum output must be contiguous")
 	}
-	dt, odt := a.Dtype(), out.Dtype()
-	storeF32 := func(p unsafe.Pointer, v float32) { tensor.StoreFloat64(odt, p, float64(v)) }
-	storeF64 := func(p unsafe.Pointer, v float64) { tensor.StoreFloat64(odt, p, v) }
-	storeI64 := func(p unsafe.Pointer, v int64) { tensor.StoreInt64(odt, p, v) }
 	nz32, nz64 := float32(math.Copysign(0, -1)), math.Copysign(0, -1)
-	switch dt {
-	case dtype.Float32:
-		sumAll(b, out, a, loadAs[float32, float32], nz32, storeF32, simdLanes32)
-	case dtype.Float16, dtype.BFloat16:
-		c, _ := codecFor(dt)
-		fast := simdLanesF16
-		if dt == dtype.BFloat16 {
-			fast = simdLanesBF16
-		}
-		sumAll(b, out, a, func(p unsafe.Pointer) float32 { return c.widen(*(*uint16)(p)) }, nz32, storeF32, fast)
+	switch dt := a.Dtype(); dt {
+	case dtype.Float32, dtype.Float16, dtype.BFloat16:
+		sumAll(b, out, a, nz32, storeF32)
 	case dtype.Float64:
-		sumAll(b, out, a, loadAs[float64, float64], nz64, storeF64, simdLanes64)
-	case dtype.Bool, dtype.Uint8:
-		sumAll(b, out, a, loadAs[uint8, int64], 0, storeI64, nil)
-	case dtype.Int8:
-		sumAll(b, out, a, loadAs[int8, int64], 0, storeI64, nil)
-	case dtype.Int16:
-		sumAll(b, out, a, loadAs[int16, int64], 0, storeI64, nil)
-	case dtype.Int32:
-		sumAll(b, out, a, loadAs[int32, int64], 0, storeI64, nil)
-	case dtype.Int64:
-		sumAll(b, out, a, loadAs[int64, int64], 0, storeI64, nil)
+		sumAll(b, out, a, nz64, storeF64)
+	case dtype.Bool, dtype.Uint8, dtype.Int8, dtype.Int16, dtype.Int32, dtype.Int64:
+		sumAll(b, out, a, int64(0), storeI64)
 	default:
 		return fmt.Errorf("unsupported dtype %v", dt)
 	}

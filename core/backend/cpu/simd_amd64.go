@@ -9,8 +9,9 @@ import (
 )
 
 // SIMD fast paths (Go's simd/archsimd, AVX2) for float32 and float64. Each
-// returns false when it does not handle a layout, and the caller falls back
-// to the generic kernels. Raw VMINPS is not SPEC §1's minimum (it returns the
+// returns how many elements it handled: the selection paths do a whole
+// segment (scalar tail included) when they handle its layout and 0 when not,
+// and the caller falls back to the generic kernels for the rest. Raw VMINPS is not SPEC §1's minimum (it returns the
 // second operand on NaN and on ±0 ties), so selection is built from
 // comparisons: b wins iff b < a (a < b for maximum), or b is NaN and a is not.
 
@@ -76,8 +77,8 @@ func bWins64(x, y archsimd.Float64x4, maximum bool) archsimd.Mask64x4 {
 
 // simdSelect handles minimum/maximum forward over segment operands
 // (out=io, a=ia, b=ib) of dtype float32 (sz 4) or float64 (sz 8), with a
-// contiguous output and contiguous or broadcast inputs. The scalar tail uses
-// the generic kernel.
+// contiguous output and contiguous or broadcast inputs, tail included (so
+// such a segment needs no mask scratch); other layouts return 0.
 func simdSelect(s *seg, sz int, maximum bool, io, ia, ib int) (done int) {
 	if !haveAVX2 || s.s[io] != sz {
 		return 0
@@ -95,13 +96,14 @@ func simdSelect(s *seg, sz int, maximum bool, io, ia, ib int) (done int) {
 				x, y := archsimd.LoadFloat32x8(vec8(a, i)), archsimd.LoadFloat32x8(vec8(b, i))
 				y.Merge(x, bWins32(x, y, maximum)).Store(vec8(o, i))
 			}
-			return i
+		} else {
+			for ; i+8 <= n; i += 8 {
+				x, y := load32(a, i, ua), load32(b, i, ub)
+				y.Merge(x, bWins32(x, y, maximum)).StoreSlice(o[i:])
+			}
 		}
-		for ; i+8 <= n; i += 8 {
-			x, y := load32(a, i, ua), load32(b, i, ub)
-			y.Merge(x, bWins32(x, y, maximum)).StoreSlice(o[i:])
-		}
-		return i
+		selectTail[float32, uint32](s, i, maximum, io, ia, ib)
+		return n
 	}
 	o, a, b := elems[float64](s.p[io], n, 1), elems[float64](s.p[ia], n, ua), elems[float64](s.p[ib], n, ub)
 	i := 0
@@ -110,13 +112,48 @@ func simdSelect(s *seg, sz int, maximum bool, io, ia, ib int) (done int) {
 			x, y := archsimd.LoadFloat64x4(vec4(a, i)), archsimd.LoadFloat64x4(vec4(b, i))
 			y.Merge(x, bWins64(x, y, maximum)).Store(vec4(o, i))
 		}
-		return i
+	} else {
+		for ; i+4 <= n; i += 4 {
+			x, y := load64(a, i, ua), load64(b, i, ub)
+			y.Merge(x, bWins64(x, y, maximum)).StoreSlice(o[i:])
+		}
 	}
-	for ; i+4 <= n; i += 4 {
-		x, y := load64(a, i, ua), load64(b, i, ub)
-		y.Merge(x, bWins64(x, y, maximum)).StoreSlice(o[i:])
+	selectTail[float64, uint64](s, i, maximum, io, ia, ib)
+	return n
+}
+
+// bWins is the scalar form of bWins32/bWins64: b is strictly better, or b is
+// NaN and a is not.
+func bWins[T float32 | float64](x, y T, maximum bool) bool {
+	if maximum {
+		return x < y || (x == x && y != y)
 	}
-	return i
+	return y < x || (x == x && y != y)
+}
+
+// selectTail finishes a SIMD selection from element i: the winner's bits
+// (B, the same size as T) go to the output.
+func selectTail[T float32 | float64, B uint32 | uint64](s *seg, i int, maximum bool, io, ia, ib int) {
+	for ; i < s.n; i++ {
+		src := s.at(ia, i)
+		if p := s.at(ib, i); bWins(*(*T)(src), *(*T)(p), maximum) {
+			src = p
+		}
+		*(*B)(s.at(io, i)) = *(*B)(src)
+	}
+}
+
+// routeTail finishes a SIMD route from element i (operands ga=0, gb=1, a=2,
+// b=3, g=4; B the same size as T).
+func routeTail[T float32 | float64, B uint32 | uint64](s *seg, i int, maximum bool) {
+	for ; i < s.n; i++ {
+		g := *(*B)(s.at(4, i))
+		if bWins(*(*T)(s.at(2, i)), *(*T)(s.at(3, i)), maximum) {
+			*(*B)(s.at(0, i)), *(*B)(s.at(1, i)) = 0, g
+		} else {
+			*(*B)(s.at(0, i)), *(*B)(s.at(1, i)) = g, 0
+		}
+	}
 }
 
 // vec8 and vec4 point at the vector starting at element i (bounds-checked once).
@@ -125,6 +162,8 @@ func vec4(s []float64, i int) *[4]float64 { return (*[4]float64)(s[i : i+4]) }
 
 // simdRoute handles the fused minimum/maximum backward: ga (operand 0) gets g
 // (operand 4) where a (2) wins, gb (1) the rest; a, b and g share the dtype.
+// Contiguous ga and gb and contiguous or broadcast a, b, g: the whole
+// segment, tail included; other layouts return 0.
 func simdRoute(s *seg, sz int, maximum bool) (done int) {
 	if !haveAVX2 || s.s[0] != sz || s.s[1] != sz {
 		return 0
@@ -146,15 +185,16 @@ func simdRoute(s *seg, sz int, maximum bool) (done int) {
 				zero.Merge(gv, bw).Store(vec8(ga, i))
 				gv.Merge(zero, bw).Store(vec8(gb, i))
 			}
-			return i
+		} else {
+			for ; i+8 <= n; i += 8 {
+				x, y, gv := load32(a, i, ua), load32(b, i, ub), load32(g, i, ug)
+				bw := bWins32(x, y, maximum)
+				zero.Merge(gv, bw).StoreSlice(ga[i:])
+				gv.Merge(zero, bw).StoreSlice(gb[i:])
+			}
 		}
-		for ; i+8 <= n; i += 8 {
-			x, y, gv := load32(a, i, ua), load32(b, i, ub), load32(g, i, ug)
-			bw := bWins32(x, y, maximum)
-			zero.Merge(gv, bw).StoreSlice(ga[i:])
-			gv.Merge(zero, bw).StoreSlice(gb[i:])
-		}
-		return i
+		routeTail[float32, uint32](s, i, maximum)
+		return n
 	}
 	ga, gb := elems[float64](s.p[0], n, 1), elems[float64](s.p[1], n, 1)
 	a, b, g := elems[float64](s.p[2], n, ua), elems[float64](s.p[3], n, ub), elems[float64](s.p[4], n, ug)
@@ -167,15 +207,16 @@ func simdRoute(s *seg, sz int, maximum bool) (done int) {
 			zero.Merge(gv, bw).Store(vec4(ga, i))
 			gv.Merge(zero, bw).Store(vec4(gb, i))
 		}
-		return i
+	} else {
+		for ; i+4 <= n; i += 4 {
+			x, y, gv := load64(a, i, ua), load64(b, i, ub), load64(g, i, ug)
+			bw := bWins64(x, y, maximum)
+			zero.Merge(gv, bw).StoreSlice(ga[i:])
+			gv.Merge(zero, bw).StoreSlice(gb[i:])
+		}
 	}
-	for ; i+4 <= n; i += 4 {
-		x, y, gv := load64(a, i, ua), load64(b, i, ub), load64(g, i, ug)
-		bw := bWins64(x, y, maximum)
-		zero.Merge(gv, bw).StoreSlice(ga[i:])
-		gv.Merge(zero, bw).StoreSlice(gb[i:])
-	}
-	return i
+	routeTail[float64, uint64](s, i, maximum)
+	return n
 }
 
 // simdLanes32 adds n contiguous float32s at p to the 8 summation lanes,
@@ -263,13 +304,37 @@ func simdSelectHalf(s *seg, lim int16, maximum bool, io, ia, ib int) (done int) 
 			x, y := archsimd.LoadInt16x16(vec16(a, i)), archsimd.LoadInt16x16(vec16(b, i))
 			y.Merge(x, bWinsHalf(x, y, l, maximum)).Store(vec16(o, i))
 		}
-		return i
+	} else {
+		for ; i+16 <= n; i += 16 {
+			x, y := load16(a, i, ua), load16(b, i, ub)
+			y.Merge(x, bWinsHalf(x, y, l, maximum)).StoreSlice(o[i:])
+		}
 	}
-	for ; i+16 <= n; i += 16 {
-		x, y := load16(a, i, ua), load16(b, i, ub)
-		y.Merge(x, bWinsHalf(x, y, l, maximum)).StoreSlice(o[i:])
+	for ; i < n; i++ { // the tail, one element at a time
+		src := s.at(ia, i)
+		if p := s.at(ib, i); bWinsHalf1(*(*int16)(src), *(*int16)(p), lim, maximum) {
+			src = p
+		}
+		*(*int16)(s.at(io, i)) = *(*int16)(src)
 	}
-	return i
+	return n
+}
+
+// bWinsHalf1 is bWinsHalf for one pair of elements.
+func bWinsHalf1(xa, xb, lim int16, maximum bool) bool {
+	ma, mb := xa&0x7fff, xb&0x7fff
+	ka, kb := ma, mb
+	if xa < 0 {
+		ka = -ma
+	}
+	if xb < 0 {
+		kb = -mb
+	}
+	strict := ka > kb
+	if maximum {
+		strict = kb > ka
+	}
+	return ma <= lim && (strict || mb > lim)
 }
 
 func vec16(s []int16, i int) *[16]int16 { return (*[16]int16)(s[i : i+16]) }
@@ -296,15 +361,23 @@ func simdRouteHalf(s *seg, lim int16, maximum bool) (done int) {
 			zero.Merge(gv, bw).Store(vec16(ga, i))
 			gv.Merge(zero, bw).Store(vec16(gb, i))
 		}
-		return i
+	} else {
+		for ; i+16 <= n; i += 16 {
+			x, y, gv := load16(a, i, ua), load16(b, i, ub), load16(g, i, ug)
+			bw := bWinsHalf(x, y, l, maximum)
+			zero.Merge(gv, bw).StoreSlice(ga[i:])
+			gv.Merge(zero, bw).StoreSlice(gb[i:])
+		}
 	}
-	for ; i+16 <= n; i += 16 {
-		x, y, gv := load16(a, i, ua), load16(b, i, ub), load16(g, i, ug)
-		bw := bWinsHalf(x, y, l, maximum)
-		zero.Merge(gv, bw).StoreSlice(ga[i:])
-		gv.Merge(zero, bw).StoreSlice(gb[i:])
+	for ; i < n; i++ { // the tail, one element at a time
+		gv := *(*int16)(s.at(4, i))
+		if bWinsHalf1(*(*int16)(s.at(2, i)), *(*int16)(s.at(3, i)), lim, maximum) {
+			*(*int16)(s.at(0, i)), *(*int16)(s.at(1, i)) = 0, gv
+		} else {
+			*(*int16)(s.at(0, i)), *(*int16)(s.at(1, i)) = gv, 0
+		}
 	}
-	return i
+	return n
 }
 
 var (

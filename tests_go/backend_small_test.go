@@ -1,0 +1,180 @@
+package tests_go
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pylucid/pylucid/core/backend"
+	"github.com/pylucid/pylucid/core/backend/cpu"
+	"github.com/pylucid/pylucid/core/backend/ref"
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+// Small and boundary sizes straight through the backend interface, cpu vs
+// ref bit for bit: every length up to a few SIMD vectors (so every SIMD
+// tail length), the segment boundary (2048), with special values (NaN
+// payloads, ±0, ±Inf, ties), contiguous or broadcast (0-d expanded) inputs
+// and gradients, and strided layouts.
+func TestBackendSmallSizesMatchRef(t *testing.T) {
+	sizes := []int{0, 1, 2, 3}
+	for n := 4; n <= 40; n++ {
+		sizes = append(sizes, n)
+	}
+	sizes = append(sizes, 2047, 2048, 2049, 2048+17)
+	rb := ref.Backend{}
+	for _, threads := range []int{1, 3} {
+		cb := cpu.New(threads)
+		for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float64, dtype.Float16, dtype.BFloat16, dtype.Int16, dtype.Bool} {
+			r := newRand(seedOf("small", dt.String()))
+			gen := func(n int) []uint64 { return genBits(r, dt, n, genSpecial) }
+			for _, n := range sizes {
+				for _, lb := range []layout{contiguous, zeroStride} {
+					for _, lg := range []layout{contiguous, zeroStride} {
+						shape := []int{n}
+						a := makeTensor(t, dt, shape, contiguous, gen)
+						b := makeTensor(t, dt, shape, lb, gen)
+						if lb == zeroStride && n > 0 { // one 0-d value seen everywhere
+							b = must(t)(makeTensor(t, dt, nil, contiguous, gen).BroadcastTo(shape))
+						}
+						g := makeTensor(t, dt, shape, lg, gen)
+						if lg == zeroStride && n > 0 {
+							g = must(t)(makeTensor(t, dt, nil, contiguous, gen).BroadcastTo(shape))
+						}
+						if n > 3 { // ties, including NaN and ±0 against themselves
+							fillBits(b, append(a.Bits()[:n/3], b.Bits()[n/3:]...))
+						}
+						name := fmt.Sprintf("%v n=%d b=%v g=%v threads=%d", dt, n, lb, lg, threads)
+						compareBackends(t, rb, cb, a, b, g, name)
+					}
+				}
+			}
+			// strided layouts of a few shapes
+			for _, shape := range [][]int{{5, 7}, {3, 1, 9}, {2, 3, 2, 5}} {
+				for _, la := range allLayouts {
+					for _, lb := range allLayouts {
+						a := makeTensor(t, dt, shape, la, gen)
+						b := makeTensor(t, dt, shape, lb, gen)
+						g := makeTensor(t, dt, shape, allLayouts[(int(la)+int(lb))%len(allLayouts)], gen)
+						name := fmt.Sprintf("%v %v a=%v b=%v threads=%d", dt, shape, la, lb, threads)
+						compareBackends(t, rb, cb, a, b, g, name)
+					}
+				}
+			}
+		}
+	}
+}
+
+func compareBackends(t *testing.T, rb, cb backend.IBackend, a, b, g *tensor.Tensor, name string) {
+	t.Helper()
+	dt, shape := a.Dtype(), a.Shape()
+	fresh := func(dt dtype.Dtype, shape []int) *tensor.Tensor { return must(t)(tensor.Empty(dt, shape)) }
+	for _, op := range []backend.BinaryOp{backend.Minimum, backend.Maximum, backend.Add} {
+		want, got := fresh(dt, shape), fresh(dt, shape)
+		require.NoError(t, rb.Binary(op, want, a, b))
+		require.NoError(t, cb.Binary(op, got, a, b))
+		requireBitsEqual(t, want, got, op == backend.Add, "%s: %v", name, op)
+		if op == backend.Add {
+			continue
+		}
+		wa, wb, ga, gb := fresh(dt, shape), fresh(dt, shape), fresh(dt, shape), fresh(dt, shape)
+		require.NoError(t, rb.Route(op, wa, wb, a, b, g))
+		require.NoError(t, cb.Route(op, ga, gb, a, b, g))
+		requireBitsEqual(t, wa, ga, false, "%s: route %v grad a", name, op)
+		requireBitsEqual(t, wb, gb, false, "%s: route %v grad b", name, op)
+		require.NoError(t, rb.Select(op, want, a, b, g, a))
+		require.NoError(t, cb.Select(op, got, a, b, g, a))
+		requireBitsEqual(t, want, got, false, "%s: select %v", name, op)
+	}
+	// sums over every subset of dims (keepdim layout)
+	sdt := dtype.SumDtype(dt)
+	for mask := 0; mask < 1<<len(shape); mask++ {
+		os := append([]int(nil), shape...)
+		for d := range os {
+			if mask&(1<<d) != 0 {
+				os[d] = 1
+			}
+		}
+		want, got := fresh(sdt, os), fresh(sdt, os)
+		require.NoError(t, rb.Sum(want, a))
+		require.NoError(t, cb.Sum(got, a))
+		requireBitsEqual(t, want, got, true, "%s: sum to %v", name, os)
+	}
+}
+
+// tensor.Iter is NewPlan's allocation-free form: same coalesced dims, same
+// offsets row by row, from any row on (perm: the plan of the permuted view).
+func TestTensorIterMatchesPlan(t *testing.T) {
+	r := newRand(12345)
+	for it := 0; it < 3000; it++ {
+		nd := r.IntN(13) // beyond the inline capacity too
+		shape := make([]int, nd)
+		for i := range shape {
+			shape[i] = []int{1, 1, 2, 3, 4}[r.IntN(5)]
+			if it%97 == 0 {
+				shape[i] = r.IntN(2)
+			}
+		}
+		nops := 1 + r.IntN(tensor.IterOperands)
+		offs := make([]int, nops)
+		strides := make([][]int, nops)
+		for o := range strides {
+			offs[o] = r.IntN(50)
+			strides[o] = make([]int, nd)
+			cs := tensor.ContiguousStrides(shape)
+			for i := range strides[o] {
+				switch r.IntN(4) {
+				case 0:
+					strides[o][i] = 0
+				case 1:
+					strides[o][i] = r.IntN(21) - 10
+				default:
+					strides[o][i] = cs[i]
+				}
+			}
+		}
+		var perm []int
+		pshape, pstrides := shape, strides
+		if r.IntN(2) == 0 {
+			perm = r.Perm(nd)
+			pshape = make([]int, nd)
+			pstrides = make([][]int, nops)
+			for o := range pstrides {
+				pstrides[o] = make([]int, nd)
+			}
+			for j, i := range perm {
+				pshape[j] = shape[i]
+				for o := range pstrides {
+					pstrides[o][j] = strides[o][i]
+				}
+			}
+		}
+		p := tensor.NewPlan(pshape, offs, pstrides...)
+		var iter tensor.Iter
+		iter.Reset(shape, perm, offs, strides...)
+		msg := fmt.Sprintf("shape %v perm %v offs %v strides %v", shape, perm, offs, strides)
+		require.Equal(t, len(p.Shape), iter.Ndim(), msg)
+		for i := range p.Shape {
+			require.Equal(t, p.Shape[i], iter.Dim(i), msg)
+			for o := 0; o < nops; o++ {
+				require.Equal(t, p.Strides[o][i], iter.Stride(o, i), msg)
+			}
+		}
+		require.Equal(t, p.Numel(), iter.Numel(), msg)
+		require.Equal(t, p.Rows(), iter.Rows(), msg)
+		if p.Numel() == 0 {
+			continue
+		}
+		var want [][]int
+		p.ForRows(0, p.Rows(), func(o []int) { want = append(want, append([]int(nil), o...)) })
+		start := r.IntN(p.Rows())
+		var cur tensor.RowCursor
+		cur.Seek(&iter, start)
+		for row := start; row < p.Rows(); row++ {
+			require.Equal(t, want[row], cur.Offs[:nops], "row %d from %d: %s", row, start, msg)
+			cur.Next(&iter)
+		}
+	}
+}
