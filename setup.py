@@ -6,9 +6,11 @@ build_ext does both, in this order:
 2. the cffi extension pylucid._lucid_ffi (API mode, the C source written by
    python/pylucid/_ffi_build.py), compiled against that lucid.h and linked
    against that library, which it finds at run time through the rpath
-   ``$ORIGIN/_native``.
+   ``$ORIGIN/_native``;
+3. pylucid._hot (python/pylucid/_hot.c: Tensor's C base type and the per-call
+   hot path), compiled and linked the same way.
 
-The extension uses CPython's limited API (Py_LIMITED_API 0x03090000, the
+The extensions use CPython's limited API (Py_LIMITED_API 0x03090000, the
 oldest version requires-python allows), so the wheel is tagged
 cp39-abi3-<platform>: one wheel for CPython 3.9 and later. The library itself
 does not depend on Python at all. On an interpreter without the stable ABI
@@ -97,6 +99,10 @@ class BuildExtWithGo(build_ext):
         ext.library_dirs = [str(native)]
         # relink whenever the library or the build settings change, not only the C source
         ext.depends = [str(native / LIBNAME), str(ROOT / "python" / "pylucid" / "_ffi_build.py")]
+        hot = self.ext_map[ffi_build.HOT_MODULE]
+        hot.include_dirs = [str(native)]
+        hot.library_dirs = [str(native)]
+        hot.depends = [str(native / LIBNAME), str(native / "lucid.h")]
         super().run()
 
 
@@ -104,6 +110,9 @@ tag = ffi_build.wheel_python_tag()
 setup(
     cmdclass={"build_ext": BuildExtWithGo},
     # sources and directories are filled in by BuildExtWithGo once the library exists
-    ext_modules=[Extension(ffi_build.MODULE, sources=[], **ffi_build.extension_kwargs())],
+    ext_modules=[
+        Extension(ffi_build.MODULE, sources=[], **ffi_build.extension_kwargs()),
+        Extension(ffi_build.HOT_MODULE, sources=["python/pylucid/_hot.c"], **ffi_build.extension_kwargs()),
+    ],
     options={"bdist_wheel": {"py_limited_api": tag}} if tag else {},
 )

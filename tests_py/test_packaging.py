@@ -36,9 +36,10 @@ def _stable_abi() -> bool:
 def test_imported_from_outside_the_source_tree(tmp_path: pathlib.Path) -> None:
     # The installed package, with its library and extension inside it, runs in
     # API mode.
-    path, mode, ext, values = _installed(
+    path, mode, ext, hot, base, values = _installed(
         "import sys, pylucid, numpy as np; print(pylucid.__file__); print(pylucid._lib.MODE); "
-        "print(sys.modules['pylucid._lucid_ffi'].__file__); "
+        "print(sys.modules['pylucid._lucid_ffi'].__file__); print(sys.modules['pylucid._hot'].__file__); "
+        "print(pylucid.Tensor.__mro__[1].__module__ + '.' + pylucid.Tensor.__mro__[1].__name__); "
         "print(pylucid.ops.minimum(np.float32([1, 3]), 2.0).numpy().tolist())",
         tmp_path,
     )
@@ -48,8 +49,11 @@ def test_imported_from_outside_the_source_tree(tmp_path: pathlib.Path) -> None:
     assert (here.parent / "py.typed").is_file()
     assert mode == "api"
     assert pathlib.Path(ext).resolve().parent == here.parent
+    assert pathlib.Path(hot).resolve().parent == here.parent
+    assert base == "pylucid._hot.TensorBase"  # the C hot path is in use
     if _stable_abi():
         assert pathlib.Path(ext).name == "_lucid_ffi.abi3.so", ext
+        assert pathlib.Path(hot).name == "_hot.abi3.so", hot
     assert values == "[1.0, 2.0]"
 
 
@@ -61,7 +65,7 @@ def test_pylucid_library_override_runs_in_abi_mode(tmp_path: pathlib.Path) -> No
     lib = next(p for p in pathlib.Path(native).iterdir() if p.name.startswith("liblucid."))
     mode, imported, values, grads = _installed(
         "import sys, pylucid, numpy as np; from pylucid import ops; print(pylucid._lib.MODE); "
-        "print('pylucid._lucid_ffi' in sys.modules); "
+        "print('pylucid._lucid_ffi' in sys.modules or 'pylucid._hot' in sys.modules); "
         "a = pylucid.tensor([1.0, 5.0, 2.0, float('nan')], requires_grad=True); "
         "y = ops.minimum(a, np.float32([3, 4, 2, 0])); print(y.detach().numpy().tolist()); "
         "y.sum().backward(); print(a.grad.numpy().tolist())",
@@ -93,8 +97,13 @@ def test_wheel_is_abi3_tagged_and_ships_the_library_and_extension(tmp_path: path
         assert len(exts) == 1, names
         if _stable_abi():
             assert exts == ["pylucid/_lucid_ffi.abi3.so"] or sys.platform == "win32", exts
+        hots = [n for n in names if n.startswith("pylucid/_hot.")]
+        assert len(hots) == 1, names
+        if _stable_abi():
+            assert hots == ["pylucid/_hot.abi3.so"] or sys.platform == "win32", hots
         if sys.platform.startswith("linux"):
             assert b"$ORIGIN/_native" in zf.read(exts[0])  # the rpath that finds the library
+            assert b"$ORIGIN/_native" in zf.read(hots[0])
     assert "pylucid/_native/liblucid.so" in names or "pylucid/_native/liblucid.dylib" in names, names
     assert "pylucid/_native/lucid.h" in names
     assert "pylucid/py.typed" in names
@@ -115,3 +124,30 @@ def test_wheel_tag_matches_requires_python() -> None:
     assert build.extension_kwargs()["define_macros"] == (
         [("Py_LIMITED_API", "0x%02X%02X0000" % build.LIMITED_API)] if _stable_abi() else [("_CFFI_NO_LIMITED_API", None)])
     assert build.wheel_python_tag() == ("cp%s%s" % m.groups() if _stable_abi() else None)
+
+
+def test_python_fallback_path_passes_the_spec_tests(tmp_path: pathlib.Path) -> None:
+    # Without the C hot path (ABI mode: PYLUCID_LIBRARY set), Tensor creation,
+    # release and op calls run in Python; the spec, op-table spot checks and
+    # early-freeing tests must pass there too.
+    import pylucid
+
+    lib = next(p for p in (pathlib.Path(pylucid.__file__).parent / "_native").iterdir()
+               if p.name.startswith("liblucid."))
+    env = {k: v for k, v in os.environ.items() if k != "PYLUCID_LIBRARY"}
+    env["PYLUCID_LIBRARY"] = str(lib)
+    here = pathlib.Path(__file__).resolve().parent
+    probe = subprocess.run(
+        [sys.executable, "-c", "import importlib, pylucid; print(pylucid._lib.MODE, "
+                               "importlib.import_module('pylucid.tensor')._hot)"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert probe.stdout.split() == ["abi", "None"], probe.stdout + probe.stderr
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
+         str(here / "test_minmax_spec.py"), str(here / "test_early_free.py"), str(here / "test_errors.py"),
+         str(here / "test_memory.py")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert " passed" in out.stdout and "failed" not in out.stdout

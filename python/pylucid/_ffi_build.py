@@ -112,7 +112,46 @@ def build_inplace(native: pathlib.Path) -> pathlib.Path:
     return target
 
 
+HOT_MODULE = "pylucid._hot"
+HOT_SOURCE = _HERE / "_hot.c"
+
+
+def hot_extension(native: pathlib.Path) -> Any:
+    """The setuptools Extension of ``pylucid._hot`` (the per-call hot path in
+    C, see _hot.c), compiled and linked like the cffi extension."""
+    from setuptools import Extension
+
+    return Extension(HOT_MODULE, sources=[str(HOT_SOURCE)], include_dirs=[str(native)], library_dirs=[str(native)],
+                     **extension_kwargs())
+
+
+def build_hot_inplace(native: pathlib.Path) -> pathlib.Path:
+    """Compiles ``pylucid._hot`` against ``native`` and moves it into the
+    package directory with an atomic rename (see build_inplace)."""
+    from setuptools import Distribution
+
+    native = native.resolve()
+    package = native.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        dist = Distribution({"name": "pylucid-hot", "ext_modules": [hot_extension(native)]})
+        cmd: Any = dist.get_command_obj("build_ext")
+        cmd.build_lib = os.path.join(tmp, "lib")
+        cmd.build_temp = os.path.join(tmp, "temp")
+        cmd.ensure_finalized()
+        cmd.run()
+        built = pathlib.Path(cmd.get_ext_fullpath(HOT_MODULE))
+        staged = package / (built.name + ".new")
+        shutil.copy2(built, staged)
+        os.replace(staged, package / built.name)
+    target = package / built.name
+    for other in package.glob("_hot.*"):
+        if other != target and other.suffix in (".so", ".pyd", ".dylib"):
+            other.unlink()
+    return target
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python3 python/pylucid/_ffi_build.py NATIVE_DIR (holding liblucid and lucid.h)")
     print(build_inplace(pathlib.Path(sys.argv[1])))
+    print(build_hot_inplace(pathlib.Path(sys.argv[1])))

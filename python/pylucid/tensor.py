@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from typing import Any, Callable, Iterator, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -13,6 +13,16 @@ from . import _lib
 from ._lib import ffi, lib, raise_status
 from ._state import state
 from .dtypes import BY_CODE, DTypeLike, as_dtype, dtype, float32, from_numpy_dtype
+
+# The per-call hot path in C (_hot.c): Tensor's fields and handle release,
+# and the common op calls. It links the package's own library, so it is used
+# only in API mode (not with PYLUCID_LIBRARY pointing elsewhere).
+_hot: Any = None
+if _lib.MODE == "api":
+    try:
+        from . import _hot  # type: ignore[attr-defined,no-redef]
+    except ImportError:  # a development tree built before _hot.c existed
+        _hot = None
 
 # Op codes of lucid.h.
 ADD, SUB, MUL, DIV, MINIMUM, MAXIMUM = 0, 1, 2, 3, 4, 5
@@ -67,6 +77,8 @@ _dead_lock = threading.Lock()
 
 def flush_released() -> None:
     """Releases the batched handles of dropped small tensors."""
+    if _hot is not None:
+        _hot.flush()
     if not _dead or not _dead_lock.acquire(blocking=False):
         return  # nothing to do, or a flush is already under way (perhaps re-entered from __del__)
     try:
@@ -336,14 +348,22 @@ Scalar = Union[bool, int, float]
 TensorLike = Union["Tensor", np.ndarray, Scalar]
 
 
-class Tensor:
+if TYPE_CHECKING:
+    _TensorBase = object
+else:
+    _TensorBase = _hot.TensorBase if _hot is not None else object
+
+
+class Tensor(_TensorBase):
     """An n-dimensional array with autograd, backed by pylucid's native core.
 
     Create one with :func:`pylucid.tensor` (copies) or
     :func:`pylucid.from_numpy` (shares memory).
     """
 
-    __slots__ = ("_h", "_dtype", "_shape", "_rg", "__weakref__")
+    # With _hot, the fields are members of its TensorBase, whose deallocator
+    # releases the handle; without it, slots and _py_del below.
+    __slots__ = ("__weakref__",) if _hot is not None else ("_h", "_dtype", "_shape", "_rg", "__weakref__")
     _h: int
     _dtype: dtype
     _shape: Tuple[int, ...]
@@ -354,22 +374,6 @@ class Tensor:
         # take over t's handle
         self._h, self._dtype, self._shape, self._rg = t._h, t._dtype, t._shape, t._rg
         t._h = 0
-
-    def __del__(self) -> None:
-        try:
-            h = self._h
-            if h and not _lib._forked:
-                # Small tensors outside any graph are released in batches
-                # (one C call per 64); anything that could keep memory or a
-                # graph alive is released at once.
-                if not self._rg and len(self._shape) <= 1 and (not self._shape or self._shape[0] <= 4096):
-                    _dead.append(h)
-                    if len(_dead) >= 64:
-                        flush_released()
-                else:
-                    _lucid_release(h)
-        except Exception:  # a half-built object, or interpreter shutdown
-            pass
 
     # ---- metadata ----
     @property
@@ -442,6 +446,8 @@ class Tensor:
         """The gradient accumulated by ``backward()`` (None before any); settable."""
         if _lib._forked:
             _lib.check_fork()
+        if _hot is not None:
+            return _hot_grad(self)  # type: ignore[no-any-return]
         try:
             buf, mv = _tls.meta
         except AttributeError:
@@ -671,12 +677,12 @@ _META_RG = lib.LUCID_META_REQUIRES_GRAD
 _META_PENDING = lib.LUCID_META_PENDING
 
 
-def binary(op: int, a: Any, b: Any) -> Tensor:
+def _py_binary(op: int, a: Any, b: Any) -> Tensor:
     """One C call: op(a, b) with promotion, broadcasting and autograd.
 
-    This is the hot path of every op call, written for speed: the result's
-    metadata comes back in the thread's meta array, read through a
-    memoryview.
+    The Python form of the hot path (_hot.binary does the same in C and comes
+    here for arguments that are not Tensors): the result's metadata comes
+    back in the thread's meta array, read through a memoryview.
     """
     if _lib._forked:
         _lib.check_fork()
@@ -693,6 +699,13 @@ def binary(op: int, a: Any, b: Any) -> Tensor:
 
 
 def reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool) -> Tensor:
+    """Sum or mean over dim (all dims when None)."""
+    if dim is None and _hot is not None:
+        return _hot_reduce_all(op, a, keepdim)  # type: ignore[no-any-return]
+    return _py_reduce(op, a, dim, keepdim)
+
+
+def _py_reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool) -> Tensor:
     if _lib._forked:
         _lib.check_fork()
     ta = a if type(a) is Tensor else as_tensor(a)
@@ -717,3 +730,31 @@ _lucid_get_grad_meta = lib.lucid_get_grad_meta
 _lucid_set_grad = lib.lucid_set_grad
 _lucid_release = lib.lucid_release
 _new_tensor = object.__new__
+
+
+def _py_del(self: Tensor) -> None:
+    """Tensor.__del__ without _hot: small tensors outside any graph are
+    released in batches (one C call per 64); anything that could keep memory
+    or a graph alive is released at once."""
+    try:
+        h = self._h
+        if h and not _lib._forked:
+            if not self._rg and len(self._shape) <= 1 and (not self._shape or self._shape[0] <= 4096):
+                _dead.append(h)
+                if len(_dead) >= 64:
+                    flush_released()
+            else:
+                _lucid_release(h)
+    except Exception:  # a half-built object, or interpreter shutdown
+        pass
+
+
+binary: Callable[[int, Any, Any], Tensor]
+if _hot is not None:
+    _hot.init(Tensor, tuple(BY_CODE.get(i) for i in range(256)), state, raise_status, drain, _py_binary, _py_reduce)
+    binary = _hot.binary
+    _hot_reduce_all = _hot.reduce_all
+    _hot_grad = _hot.grad
+else:
+    binary = _py_binary
+    setattr(Tensor, "__del__", _py_del)

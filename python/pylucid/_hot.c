@@ -1,0 +1,352 @@
+/*
+ * pylucid._hot: the per-call hot path in C.
+ *
+ * A Python-level op call used to spend more time in the interpreter than in
+ * the library: building the result Tensor, reading its metadata through cffi
+ * and running Tensor.__del__ cost about 1 us of a 2 us call. This module
+ * holds:
+ *   - TensorBase, the base class of pylucid.Tensor: its four fields (_h,
+ *     _dtype, _shape, _rg) are C members, and its deallocator releases the
+ *     handle (small graph-free tensors in batches of 64, one call to
+ *     lucid_release_many), with no Python frame;
+ *   - binary, reduce_all and grad: the common op calls from argument check to
+ *     result object, calling lucid_*_meta with the GIL released (as cffi
+ *     does), so threads run ops in parallel.
+ * Anything unusual (arguments that are not Tensors, a forked process) goes to
+ * the Python fallback registered with init(), which raises the same errors
+ * as before. Errors from the library are raised by the registered
+ * raise_status, which fetches the message on this same thread.
+ *
+ * Limited API (Py_LIMITED_API is set by the build to 3.9), like the cffi
+ * extension: one wheel for CPython 3.9 and later.
+ */
+#include <Python.h>
+#include <structmember.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "lucid.h"
+
+typedef struct {
+    PyObject_HEAD
+    long long h;
+    PyObject *dtype;
+    PyObject *shape;
+    char rg;
+} TensorBase;
+
+/* Registered by init(). */
+static PyTypeObject *tensor_type;  /* pylucid.Tensor (a subclass of TensorBase) */
+static allocfunc tensor_alloc;
+static PyObject *by_code;          /* tuple: dtype code -> pylucid.dtype */
+static PyObject *state;            /* the per-thread call state (its .mode) */
+static PyObject *mode_name;
+static PyObject *raise_status;     /* raise_status(rc): raises the library's error */
+static PyObject *drain;            /* drain(): forget what the library handed back */
+static PyObject *fallback_binary;  /* binary(op, a, b) in Python */
+static PyObject *fallback_reduce;  /* reduce(op, a, None, keepdim) in Python */
+
+static volatile int forked;
+
+static void mark_forked(void) { forked = 1; }
+
+/* Handles of dropped small, graph-free tensors, released 64 at a time. */
+#define DEAD_CAP 64
+static int64_t dead[DEAD_CAP];
+static int ndead;
+
+static void flush_dead(void) {
+    if (ndead > 0 && !forked) {
+        int32_t n = ndead;
+        ndead = 0;
+        lucid_release_many(dead, n);
+    }
+    ndead = 0;
+}
+
+/* Whether a tensor may wait in the batch: no graph, at most 4096 elements
+ * in at most one dim (anything that could hold much memory goes at once). */
+static int batchable(TensorBase *t) {
+    if (t->rg || t->shape == NULL || !PyTuple_Check(t->shape)) {
+        return 0;
+    }
+    Py_ssize_t nd = PyTuple_Size(t->shape);
+    if (nd == 0) {
+        return 1;
+    }
+    if (nd != 1) {
+        return 0;
+    }
+    long long n = PyLong_AsLongLong(PyTuple_GetItem(t->shape, 0));
+    if (n == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return n <= 4096;
+}
+
+static void tensor_dealloc(PyObject *self) {
+    TensorBase *t = (TensorBase *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    if (t->h != 0 && !forked) {
+        if (batchable(t)) {
+            dead[ndead++] = t->h;
+            if (ndead == DEAD_CAP) {
+                flush_dead();
+            }
+        } else {
+            lucid_release(t->h);
+        }
+    }
+    t->h = 0;
+    Py_CLEAR(t->dtype);
+    Py_CLEAR(t->shape);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(tp); /* instances of heap types own a reference to their type */
+}
+
+static PyMemberDef tensor_members[] = {
+    {"_h", T_LONGLONG, offsetof(TensorBase, h), 0, "the library handle (0: none)"},
+    {"_dtype", T_OBJECT_EX, offsetof(TensorBase, dtype), 0, "the pylucid.dtype"},
+    {"_shape", T_OBJECT_EX, offsetof(TensorBase, shape), 0, "the shape, a tuple"},
+    {"_rg", T_BOOL, offsetof(TensorBase, rg), 0, "requires_grad"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot tensor_slots[] = {
+    {Py_tp_dealloc, (void *)tensor_dealloc},
+    {Py_tp_members, tensor_members},
+    {Py_tp_doc, (void *)"The C part of pylucid.Tensor: its fields and the release of its handle."},
+    {0, NULL},
+};
+
+static PyType_Spec tensor_spec = {
+    "pylucid._hot.TensorBase", sizeof(TensorBase), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, tensor_slots,
+};
+
+/* A new pylucid.Tensor for the result a *_meta call described; it owns the
+ * handle from here on (released if anything fails). */
+static PyObject *from_meta(const int64_t *m) {
+    int64_t packed = m[1];
+    int code = (int)(packed & 0xFF), nd = (int)((packed >> 8) & 0xFF);
+    PyObject *dt = PyTuple_GetItem(by_code, code);
+    PyObject *shape = dt ? PyTuple_New(nd) : NULL;
+    TensorBase *t = NULL;
+    if (shape == NULL) {
+        goto fail;
+    }
+    for (int i = 0; i < nd; i++) {
+        PyObject *d = PyLong_FromLongLong(m[2 + i]);
+        if (d == NULL || PyTuple_SetItem(shape, i, d) < 0) {
+            goto fail;
+        }
+    }
+    t = (TensorBase *)tensor_alloc(tensor_type, 0);
+    if (t == NULL) {
+        goto fail;
+    }
+    Py_INCREF(dt);
+    t->h = m[0];
+    t->dtype = dt;
+    t->shape = shape;
+    t->rg = (packed & LUCID_META_REQUIRES_GRAD) != 0;
+    if (packed & LUCID_META_PENDING) {
+        PyObject *r = PyObject_CallObject(drain, NULL);
+        if (r == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        Py_DECREF(r);
+    }
+    return (PyObject *)t;
+fail:
+    Py_XDECREF(shape);
+    lucid_release(m[0]);
+    return NULL;
+}
+
+static int current_mode(int32_t *mode) {
+    PyObject *m = PyObject_GetAttr(state, mode_name);
+    if (m == NULL) {
+        return -1;
+    }
+    long v = PyLong_AsLong(m);
+    Py_DECREF(m);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *mode = (int32_t)v;
+    return 0;
+}
+
+static PyObject *status_error(int rc) {
+    PyObject *r = PyObject_CallFunction(raise_status, "i", rc);
+    Py_XDECREF(r); /* raise_status always raises */
+    return NULL;
+}
+
+static int is_tensor(PyObject *o) { return tensor_type != NULL && Py_TYPE(o) == tensor_type; }
+
+/* binary(op, a, b): lucid_binary_meta on two Tensors. */
+static PyObject *hot_binary(PyObject *mod, PyObject *args) {
+    (void)mod;
+    if (PyTuple_Size(args) != 3) {
+        PyErr_SetString(PyExc_TypeError, "binary(op, a, b)");
+        return NULL;
+    }
+    PyObject *op = PyTuple_GetItem(args, 0), *a = PyTuple_GetItem(args, 1), *b = PyTuple_GetItem(args, 2);
+    if (forked || !is_tensor(a) || !is_tensor(b)) {
+        return PyObject_CallObject(fallback_binary, args);
+    }
+    long code = PyLong_AsLong(op);
+    int32_t mode;
+    if ((code == -1 && PyErr_Occurred()) || current_mode(&mode) < 0) {
+        return NULL;
+    }
+    int64_t ha = ((TensorBase *)a)->h, hb = ((TensorBase *)b)->h;
+    int64_t meta[LUCID_META_LEN];
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = lucid_binary_meta((int32_t)code, ha, hb, mode, meta);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        return status_error(rc);
+    }
+    return from_meta(meta);
+}
+
+/* reduce_all(op, a, keepdim): lucid_reduce_meta over all dims. */
+static PyObject *hot_reduce_all(PyObject *mod, PyObject *args) {
+    (void)mod;
+    if (PyTuple_Size(args) != 3) {
+        PyErr_SetString(PyExc_TypeError, "reduce_all(op, a, keepdim)");
+        return NULL;
+    }
+    PyObject *op = PyTuple_GetItem(args, 0), *a = PyTuple_GetItem(args, 1), *keep = PyTuple_GetItem(args, 2);
+    if (forked || !is_tensor(a)) {
+        return PyObject_CallFunctionObjArgs(fallback_reduce, op, a, Py_None, keep, NULL);
+    }
+    long code = PyLong_AsLong(op);
+    int keepdim = PyObject_IsTrue(keep);
+    int32_t mode;
+    if ((code == -1 && PyErr_Occurred()) || keepdim < 0 || current_mode(&mode) < 0) {
+        return NULL;
+    }
+    int64_t ha = ((TensorBase *)a)->h;
+    int64_t meta[LUCID_META_LEN];
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = lucid_reduce_meta((int32_t)code, ha, NULL, -1, keepdim, mode, meta);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        return status_error(rc);
+    }
+    return from_meta(meta);
+}
+
+/* grad(t): t's accumulated gradient, or None. */
+static PyObject *hot_grad(PyObject *mod, PyObject *t) {
+    (void)mod;
+    if (!is_tensor(t)) {
+        PyErr_SetString(PyExc_TypeError, "grad() expects a pylucid.Tensor");
+        return NULL;
+    }
+    int64_t meta[LUCID_META_LEN];
+    int rc = lucid_get_grad_meta(((TensorBase *)t)->h, meta);
+    if (rc) {
+        return status_error(rc);
+    }
+    if (meta[0] == 0) {
+        Py_RETURN_NONE;
+    }
+    return from_meta(meta);
+}
+
+static PyObject *hot_flush(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    flush_dead();
+    Py_RETURN_NONE;
+}
+
+static PyObject *hot_pending(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    return PyLong_FromLong(ndead);
+}
+
+static PyObject *hot_mark_forked(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    forked = 1;
+    Py_RETURN_NONE;
+}
+
+static void set_ref(PyObject **slot, PyObject *v) {
+    PyObject *old = *slot;
+    Py_XINCREF(v);
+    *slot = v;
+    Py_XDECREF(old);
+}
+
+/* init(tensor_type, by_code, state, raise_status, drain, fallback_binary, fallback_reduce) */
+static PyObject *hot_init(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *tp, *codes, *st, *raiser, *drainer, *fb, *fr;
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &tp, &codes, &st, &raiser, &drainer, &fb, &fr)) {
+        return NULL;
+    }
+    if (!PyType_Check(tp) || !PyTuple_Check(codes)) {
+        PyErr_SetString(PyExc_TypeError, "init(tensor_type, by_code tuple, ...)");
+        return NULL;
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)tp, Py_tp_alloc);
+    if (alloc == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "tensor type has no tp_alloc");
+        }
+        return NULL;
+    }
+    set_ref((PyObject **)&tensor_type, tp);
+    tensor_alloc = alloc;
+    set_ref(&by_code, codes);
+    set_ref(&state, st);
+    set_ref(&raise_status, raiser);
+    set_ref(&drain, drainer);
+    set_ref(&fallback_binary, fb);
+    set_ref(&fallback_reduce, fr);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef hot_methods[] = {
+    {"init", hot_init, METH_VARARGS, "Registers the Python side (called once by pylucid.tensor)."},
+    {"binary", hot_binary, METH_VARARGS, "binary(op, a, b): the op on two Tensors (others: the Python path)."},
+    {"reduce_all", hot_reduce_all, METH_VARARGS, "reduce_all(op, a, keepdim): sum/mean over all dims."},
+    {"grad", hot_grad, METH_O, "grad(t): the accumulated gradient of t, or None."},
+    {"flush", hot_flush, METH_NOARGS, "Releases the handles of dropped tensors waiting in the batch."},
+    {"pending", hot_pending, METH_NOARGS, "How many dropped tensors' handles wait in the batch."},
+    {"mark_forked", hot_mark_forked, METH_NOARGS, "Stops all calls into the library (this is a forked child)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef hot_module = {
+    PyModuleDef_HEAD_INIT, "pylucid._hot", "pylucid's per-call hot path in C (see _hot.c).", -1, hot_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__hot(void) {
+    PyObject *m = PyModule_Create(&hot_module);
+    if (m == NULL) {
+        return NULL;
+    }
+    mode_name = PyUnicode_InternFromString("mode");
+    PyObject *base = PyType_FromSpec(&tensor_spec);
+    if (mode_name == NULL || base == NULL || PyModule_AddObject(m, "TensorBase", base) < 0) {
+        Py_XDECREF(base);
+        Py_DECREF(m);
+        return NULL;
+    }
+    pthread_atfork(NULL, NULL, mark_forked);
+    return m;
+}

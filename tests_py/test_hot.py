@@ -1,0 +1,83 @@
+"""The C hot path (pylucid._hot): Tensor's C base type, batched release of
+dropped tensors, and the fallbacks to the Python path."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+import pylucid
+from pylucid import ops
+
+_t = importlib.import_module("pylucid.tensor")
+hot = _t._hot
+pytestmark = pytest.mark.skipif(hot is None, reason="ABI mode: no C hot path (see test_packaging)")
+
+
+def test_dropped_small_tensors_wait_in_a_batch_and_large_ones_go_at_once() -> None:
+    pylucid._stats()  # flushes
+    base = pylucid._stats()["handles"]
+    x = pylucid.from_numpy(np.arange(8, dtype=np.float32))
+    results = [ops.minimum(x, 3.0) for _ in range(10)]
+    assert pylucid._stats()["handles"] == base + 11
+    del results
+    assert hot.pending() == 10  # small and graph-free: batched
+    assert pylucid._stats()["handles"] == base + 1  # _stats flushes the batch first
+    assert hot.pending() == 0
+    z, one = pylucid.from_numpy(np.zeros(5000, np.float32)), pylucid.tensor(1.0)
+    big = ops.minimum(z, one)
+    del big  # more than 4096 elements: released at once, not batched
+    assert hot.pending() == 0
+    g = pylucid.tensor([1.0, 2.0], requires_grad=True)
+    y = ops.minimum(g, one)
+    del y  # part of a graph: released at once
+    assert hot.pending() == 0
+    del x, g, z, one
+    assert pylucid._stats()["handles"] == base
+
+
+def test_batch_flushes_itself_every_64() -> None:
+    pylucid._stats()
+    x = pylucid.from_numpy(np.ones(4, np.float32))
+    for _ in range(64 * 3 + 5):
+        ops.maximum(x, 0.0)
+    assert hot.pending() < 64
+
+
+def test_non_tensor_arguments_and_subclasses_take_the_python_path() -> None:
+    class Sub(pylucid.Tensor):
+        __slots__ = ()
+
+    s = Sub(np.float32([1, 4]))
+    assert type(s) is Sub
+    for a, b in [(s, 2.0), (np.float32([1, 4]), 2.0), ([2.0, 2.0], s), (2, s)]:
+        np.testing.assert_array_equal(ops.minimum(a, b).numpy(), np.minimum(np.float32([1, 4]), 2.0))
+    assert type(ops.minimum(s, s)) is pylucid.Tensor
+
+
+def test_errors_from_the_library_keep_their_type_and_message() -> None:
+    a, b = pylucid.from_numpy(np.ones(3, np.float32)), pylucid.from_numpy(np.ones(4, np.float32))
+    with pytest.raises(ValueError, match=r"\(3,\).*\(4,\)|\[3\].*\[4\]"):
+        ops.minimum(a, b)
+    with pytest.raises(ValueError, match="unknown binary op"):
+        hot.binary(99, a, a)
+    with pytest.raises(ValueError, match="unknown reduction"):
+        hot.reduce_all(7, a, False)
+    # nothing leaked by the failures
+    pylucid._stats()
+    np.testing.assert_array_equal(ops.minimum(a, a).numpy(), np.ones(3, np.float32))
+
+
+def test_tensor_fields_are_c_members() -> None:
+    t = ops.minimum(np.float32([[1, 2]]), 0.5)
+    assert type(t).__mro__[1] is hot.TensorBase
+    assert t._shape == (1, 2) and t._dtype is pylucid.float32 and t._rg is False and t._h > 0
+    with pytest.raises(AttributeError):
+        t.anything = 1  # type: ignore[attr-defined]
+    import weakref
+
+    r = weakref.ref(t)
+    del t
+    assert r() is None
