@@ -31,6 +31,13 @@ func BenchmarkStep1(b *testing.B) {
 	}
 }
 
+func BenchmarkStep1000(b *testing.B) {
+	b.ReportAllocs()
+	if err := stepLoop(1000, b.N); err != nil {
+		b.Fatal(err)
+	}
+}
+
 func TestStepLoopReleasesHandles(t *testing.T) {
 	before := handles.count()
 	if err := stepLoop(10, 50); err != nil {

@@ -296,15 +296,18 @@ func maybeCollect(incoming int64) {
 // a fresh 64 MB result would cost 16k page faults (as it does NumPy), more
 // than the kernel that fills it, and every small one a cgo call to malloc
 // and another to free. The pool holds at most poolCap bytes, and at most
-// smallPerClass blocks of each small size class.
+// smallClassBytes in each small size class: enough to take back the blocks
+// one collection frees at once (a training step on small tensors frees
+// thousands between two collections), so the next steps reuse them instead
+// of calling malloc.
 const (
-	smallMax      = 64 << 10 // below this, sizes round up to a power of two
-	hugeMin       = 4 << 20  // from this size, 2 MB aligned with transparent huge pages
-	hugeAlign     = 2 << 20
-	poolCap       = 384 << 20
-	poolMaxBlock  = 128 << 20
-	smallAlign    = 64
-	smallPerClass = 1024
+	smallMax        = 64 << 10 // below this, sizes round up to a power of two
+	hugeMin         = 4 << 20  // from this size, 2 MB aligned with transparent huge pages
+	hugeAlign       = 2 << 20
+	poolCap         = 384 << 20
+	poolMaxBlock    = 128 << 20
+	smallAlign      = 64
+	smallClassBytes = 32 << 20
 )
 
 type blockPool struct {
@@ -331,7 +334,7 @@ func (p *blockPool) get(size int) unsafe.Pointer {
 func (p *blockPool) put(b unsafe.Pointer, size int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if size > poolMaxBlock || p.bytes+size > poolCap || (size < smallMax && len(p.free[size]) >= smallPerClass) {
+	if size > poolMaxBlock || p.bytes+size > poolCap || (size < smallMax && (len(p.free[size])+1)*size > smallClassBytes) {
 		return false
 	}
 	p.free[size] = append(p.free[size], b)
