@@ -54,25 +54,21 @@ func load64(s []float64, i, u int) archsimd.Float64x4 {
 	return archsimd.LoadFloat64x4Slice(s[i:])
 }
 
-// bWins32 is the SPEC §1 selection mask for the b operand.
-func bWins32(x, y archsimd.Float32x8, maximum bool) archsimd.Mask32x8 {
-	var strict archsimd.Mask32x8
+// aWins32 is the SPEC §1 selection mask for the a operand: a <= b (a >= b
+// for maximum) or a is NaN. Two compares and an or: b's NaN fails the
+// ordered compare, and a's NaN wins by itself.
+func aWins32(x, y archsimd.Float32x8, maximum bool) archsimd.Mask32x8 {
 	if maximum {
-		strict = x.Less(y)
-	} else {
-		strict = y.Less(x)
+		return x.GreaterEqual(y).Or(x.IsNaN())
 	}
-	return strict.Or(x.Equal(x).And(y.NotEqual(y)))
+	return x.LessEqual(y).Or(x.IsNaN())
 }
 
-func bWins64(x, y archsimd.Float64x4, maximum bool) archsimd.Mask64x4 {
-	var strict archsimd.Mask64x4
+func aWins64(x, y archsimd.Float64x4, maximum bool) archsimd.Mask64x4 {
 	if maximum {
-		strict = x.Less(y)
-	} else {
-		strict = y.Less(x)
+		return x.GreaterEqual(y).Or(x.IsNaN())
 	}
-	return strict.Or(x.Equal(x).And(y.NotEqual(y)))
+	return x.LessEqual(y).Or(x.IsNaN())
 }
 
 // simdSelect handles minimum/maximum forward over segment operands
@@ -92,14 +88,26 @@ func simdSelect(s *seg, sz int, maximum bool, io, ia, ib int) (done int) {
 		o, a, b := elems[float32](s.p[io], n, 1), elems[float32](s.p[ia], n, ua), elems[float32](s.p[ib], n, ub)
 		i := 0
 		if ua == 1 && ub == 1 { // the common case, with direct loads
-			for ; i+8 <= n; i += 8 {
-				x, y := archsimd.LoadFloat32x8(vec8(a, i)), archsimd.LoadFloat32x8(vec8(b, i))
-				y.Merge(x, bWins32(x, y, maximum)).Store(vec8(o, i))
+			// Pointer steps instead of slicing: no bounds checks in the loop
+			// (i+8 <= n and all three hold n elements).
+			pa, pb, po := s.p[ia], s.p[ib], s.p[io]
+			if maximum {
+				for ; i+8 <= n; i += 8 {
+					x := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pa, 4*i)))
+					y := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pb, 4*i)))
+					x.Merge(y, x.GreaterEqual(y).Or(x.IsNaN())).Store((*[8]float32)(unsafe.Add(po, 4*i)))
+				}
+			} else {
+				for ; i+8 <= n; i += 8 {
+					x := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pa, 4*i)))
+					y := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pb, 4*i)))
+					x.Merge(y, x.LessEqual(y).Or(x.IsNaN())).Store((*[8]float32)(unsafe.Add(po, 4*i)))
+				}
 			}
 		} else {
 			for ; i+8 <= n; i += 8 {
 				x, y := load32(a, i, ua), load32(b, i, ub)
-				y.Merge(x, bWins32(x, y, maximum)).StoreSlice(o[i:])
+				x.Merge(y, aWins32(x, y, maximum)).StoreSlice(o[i:])
 			}
 		}
 		selectTail[float32, uint32](s, i, maximum, io, ia, ib)
@@ -108,14 +116,24 @@ func simdSelect(s *seg, sz int, maximum bool, io, ia, ib int) (done int) {
 	o, a, b := elems[float64](s.p[io], n, 1), elems[float64](s.p[ia], n, ua), elems[float64](s.p[ib], n, ub)
 	i := 0
 	if ua == 1 && ub == 1 {
-		for ; i+4 <= n; i += 4 {
-			x, y := archsimd.LoadFloat64x4(vec4(a, i)), archsimd.LoadFloat64x4(vec4(b, i))
-			y.Merge(x, bWins64(x, y, maximum)).Store(vec4(o, i))
+		pa, pb, po := s.p[ia], s.p[ib], s.p[io]
+		if maximum {
+			for ; i+4 <= n; i += 4 {
+				x := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pa, 8*i)))
+				y := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pb, 8*i)))
+				x.Merge(y, x.GreaterEqual(y).Or(x.IsNaN())).Store((*[4]float64)(unsafe.Add(po, 8*i)))
+			}
+		} else {
+			for ; i+4 <= n; i += 4 {
+				x := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pa, 8*i)))
+				y := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pb, 8*i)))
+				x.Merge(y, x.LessEqual(y).Or(x.IsNaN())).Store((*[4]float64)(unsafe.Add(po, 8*i)))
+			}
 		}
 	} else {
 		for ; i+4 <= n; i += 4 {
 			x, y := load64(a, i, ua), load64(b, i, ub)
-			y.Merge(x, bWins64(x, y, maximum)).StoreSlice(o[i:])
+			x.Merge(y, aWins64(x, y, maximum)).StoreSlice(o[i:])
 		}
 	}
 	selectTail[float64, uint64](s, i, maximum, io, ia, ib)
@@ -179,18 +197,28 @@ func simdRoute(s *seg, sz int, maximum bool) (done int) {
 		var zero archsimd.Float32x8
 		i := 0
 		if ua == 1 && ub == 1 { // upstream contiguous, or one value for all (sum's backward)
+			// Pointer steps: no bounds checks in the loop (see simdSelect).
+			pa, pb, pg, pga, pgb := s.p[2], s.p[3], s.p[4], s.p[0], s.p[1]
+			gstep := 4 * ug
 			for ; i+8 <= n; i += 8 {
-				x, y, gv := archsimd.LoadFloat32x8(vec8(a, i)), archsimd.LoadFloat32x8(vec8(b, i)), load32(g, i, ug)
-				bw := bWins32(x, y, maximum)
-				zero.Merge(gv, bw).Store(vec8(ga, i))
-				gv.Merge(zero, bw).Store(vec8(gb, i))
+				x := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pa, 4*i)))
+				y := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pb, 4*i)))
+				var gv archsimd.Float32x8
+				if ug == 0 {
+					gv = archsimd.BroadcastFloat32x8(*(*float32)(pg))
+				} else {
+					gv = archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pg, gstep*i)))
+				}
+				aw := aWins32(x, y, maximum)
+				gv.Masked(aw).Store((*[8]float32)(unsafe.Add(pga, 4*i)))
+				zero.Merge(gv, aw).Store((*[8]float32)(unsafe.Add(pgb, 4*i)))
 			}
 		} else {
 			for ; i+8 <= n; i += 8 {
 				x, y, gv := load32(a, i, ua), load32(b, i, ub), load32(g, i, ug)
-				bw := bWins32(x, y, maximum)
-				zero.Merge(gv, bw).StoreSlice(ga[i:])
-				gv.Merge(zero, bw).StoreSlice(gb[i:])
+				aw := aWins32(x, y, maximum)
+				gv.Masked(aw).StoreSlice(ga[i:])
+				zero.Merge(gv, aw).StoreSlice(gb[i:])
 			}
 		}
 		routeTail[float32, uint32](s, i, maximum)
@@ -203,16 +231,16 @@ func simdRoute(s *seg, sz int, maximum bool) (done int) {
 	if ua == 1 && ub == 1 {
 		for ; i+4 <= n; i += 4 {
 			x, y, gv := archsimd.LoadFloat64x4(vec4(a, i)), archsimd.LoadFloat64x4(vec4(b, i)), load64(g, i, ug)
-			bw := bWins64(x, y, maximum)
-			zero.Merge(gv, bw).Store(vec4(ga, i))
-			gv.Merge(zero, bw).Store(vec4(gb, i))
+			aw := aWins64(x, y, maximum)
+			gv.Masked(aw).Store(vec4(ga, i))
+			zero.Merge(gv, aw).Store(vec4(gb, i))
 		}
 	} else {
 		for ; i+4 <= n; i += 4 {
 			x, y, gv := load64(a, i, ua), load64(b, i, ub), load64(g, i, ug)
-			bw := bWins64(x, y, maximum)
-			zero.Merge(gv, bw).StoreSlice(ga[i:])
-			gv.Merge(zero, bw).StoreSlice(gb[i:])
+			aw := aWins64(x, y, maximum)
+			gv.Masked(aw).StoreSlice(ga[i:])
+			zero.Merge(gv, aw).StoreSlice(gb[i:])
 		}
 	}
 	routeTail[float64, uint64](s, i, maximum)
