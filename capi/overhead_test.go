@@ -75,3 +75,5 @@ func TestStaleHandleAfterSlotReuse(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkCallMinimum65536(b *testing.B) { benchCall(b, 65536, false) }

@@ -71,24 +71,26 @@ func (b *Backend) parallel(n int, fn func(i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var panicked atomic.Value
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					panicked.Store(r)
-				}
-			}()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				fn(i)
+	work := func() {
+		defer wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				panicked.Store(r)
 			}
 		}()
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return
+			}
+			fn(i)
+		}
 	}
+	wg.Add(workers)
+	for w := 1; w < workers; w++ {
+		go work()
+	}
+	work() // the caller takes blocks too: no wait for a wake-up to start
 	wg.Wait()
 	if r := panicked.Load(); r != nil {
 		panic(r) // re-raised on the caller's goroutine, where it can be recovered
