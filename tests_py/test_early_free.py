@@ -70,3 +70,24 @@ print(pl._stats()["c_blocks"] - before)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0"  # without early freeing, 50 blocks wait for the collector
+
+
+def test_dropped_graph_outputs_free_their_memory_at_once() -> None:
+    # A node refers to its inputs, never to its outputs: a result that is part
+    # of a graph goes back at once when dropped.
+    code = r'''
+import numpy as np, pylucid as pl
+from pylucid import ops
+a = pl.tensor(np.linspace(-1, 1, 1 << 16, dtype=np.float32), requires_grad=True)
+b = pl.from_numpy(np.zeros(1 << 16, np.float32))
+before = pl._stats()["c_blocks"]
+for k in range(50):
+    y = ops.maximum(a, b)
+    s = y.sum()
+    assert s.grad_fn is not None
+    del y, s
+print(pl._stats()["c_blocks"] - before)
+'''
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"  # without it, 50 blocks wait for the collector

@@ -21,8 +21,8 @@ import (
 // when the last handle of a storage that nothing else in Go ever shared goes,
 // its memory is freed at once — while still in cache — instead of at the
 // next garbage collection. Anything that lets the storage outlive that handle
-// (a view, a saved tensor, a .grad, a grad_fn, a second handle) marks it
-// shared first, which rules early freeing out for good.
+// (a view, a saved tensor, a .grad, a second handle) marks it shared first,
+// which rules early freeing out for good.
 type Storage struct {
 	data     []byte
 	readOnly bool

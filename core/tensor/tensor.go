@@ -338,9 +338,11 @@ func (t *Tensor) GradFn() (GradNode, int) {
 }
 
 // SetGradFn records the producing node; it marks the tensor as requiring grad.
-// Only core/autograd and op implementations call it.
+// Only core/autograd and op implementations call it. A node refers to its
+// inputs, never to its outputs, so this does not keep the storage alive: an
+// op result whose only handle goes is freed at once, graph or no graph
+// (anything that keeps it, such as a node saving it, marks it shared).
 func (t *Tensor) SetGradFn(n GradNode, outputNr int) {
-	t.storage.MarkShared()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.gradFn, t.outputNr, t.requiresGrad = n, outputNr, n != nil

@@ -686,6 +686,8 @@ def _py_binary(op: int, a: Any, b: Any) -> Tensor:
     """
     if _lib._forked:
         _lib.check_fork()
+    if _interrupted:
+        _reraise_interrupt()
     ta = a if type(a) is Tensor else as_tensor(a)
     tb = b if type(b) is Tensor else as_tensor(b)
     try:
@@ -708,6 +710,8 @@ def reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool)
 def _py_reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool) -> Tensor:
     if _lib._forked:
         _lib.check_fork()
+    if _interrupted:
+        _reraise_interrupt()
     ta = a if type(a) is Tensor else as_tensor(a)
     dims: Any = ffi.NULL
     nd = -1
@@ -745,8 +749,23 @@ def _py_del(self: Tensor) -> None:
                     flush_released()
             else:
                 _lucid_release(h)
+    except KeyboardInterrupt:
+        # Ctrl-C landed in this finalizer, where exceptions are only printed:
+        # the next op call raises it (_reraise_interrupt).
+        global _interrupted
+        _interrupted = True
     except Exception:  # a half-built object, or interpreter shutdown
         pass
+
+
+_interrupted = False
+
+
+def _reraise_interrupt() -> None:
+    global _interrupted
+    if _interrupted:
+        _interrupted = False
+        raise KeyboardInterrupt
 
 
 binary: Callable[[int, Any, Any], Tensor]
