@@ -302,6 +302,7 @@ func lucid_set_requires_grad(h C.int64_t, flag C.int32_t) C.int {
 func lucid_get_grad(h C.int64_t, out *C.lucid_tensor_info) (rc C.int) {
 	defer recoverPanic(&rc)
 	g, err := gradOf(h)
+	defer releaseHold(g)
 	switch {
 	case err != nil:
 	case out == nil:
@@ -318,6 +319,7 @@ func lucid_get_grad(h C.int64_t, out *C.lucid_tensor_info) (rc C.int) {
 func lucid_get_grad_meta(h C.int64_t, meta *C.int64_t) (rc C.int) {
 	defer recoverPanic(&rc)
 	g, err := gradOf(h)
+	defer releaseHold(g)
 	switch {
 	case err != nil:
 	case meta == nil:
@@ -330,12 +332,22 @@ func lucid_get_grad_meta(h C.int64_t, meta *C.int64_t) (rc C.int) {
 	return status(err)
 }
 
+// gradOf returns the gradient of the tensor behind h, held: the caller puts
+// it in a handle (which holds it too) and then gives this hold back with
+// releaseHold, so that clearing .grad on another thread in between cannot
+// free it.
 func gradOf(h C.int64_t) (*tensor.Tensor, error) {
 	t, err := getTensor(h)
 	if err != nil {
 		return nil, err
 	}
-	return t.Grad(), nil
+	return t.HoldGrad(), nil
+}
+
+func releaseHold(g *tensor.Tensor) {
+	if g != nil {
+		g.Storage().ReleaseHandle()
+	}
 }
 
 //export lucid_set_grad

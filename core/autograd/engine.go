@@ -505,14 +505,19 @@ func (r *Run) accumulate(leaf *tensor.Tensor, g *tensor.Tensor) error {
 		return err
 	}
 	for {
-		old := leaf.Grad()
+		old := leaf.HoldGrad() // held: clearing .grad meanwhile must not free it under Add
 		next := fresh
 		if old != nil {
-			if next, err = r.opts.Math.Add(old, g, r.opts.CreateGraph); err != nil {
-				return err
-			}
+			next, err = r.opts.Math.Add(old, g, r.opts.CreateGraph)
 		}
-		if leaf.CompareAndSwapGrad(old, next) {
+		swapped := err == nil && leaf.CompareAndSwapGrad(old, next)
+		if old != nil {
+			old.Storage().ReleaseHandle()
+		}
+		if err != nil {
+			return err
+		}
+		if swapped {
 			r.own(next.Storage())
 			return nil
 		}

@@ -17,12 +17,12 @@ import (
 // owner of borrowed memory learns when Go no longer needs it.
 //
 // Owned memory can also go back early: a host that hands tensors out by
-// handle (the C ABI) reports each handle with AddHandle/ReleaseHandle, and
-// when the last handle of a storage that nothing else in Go ever shared goes,
-// its memory is freed at once — while still in cache — instead of at the
-// next garbage collection. Anything that lets the storage outlive that handle
-// (a view, a saved tensor, a .grad, a second handle) marks it shared first,
-// which rules early freeing out for good.
+// handle (the C ABI) reports each handle with AddHandle/ReleaseHandle, and so
+// does a tensor's gradient slot; when the last hold on a storage that
+// nothing else in Go ever shared goes, its memory is freed at once — while
+// still in cache — instead of at the next garbage collection. Anything else
+// that lets the storage outlive those holds (a view, a saved tensor) marks
+// it shared first, which rules early freeing out for good.
 type Storage struct {
 	data     []byte
 	readOnly bool
@@ -52,17 +52,13 @@ func (m *ownedMemory) release() {
 // storage, so it is only ever freed by the garbage collector.
 func (s *Storage) MarkShared() { s.shared.Store(true) }
 
-// AddHandle records a host handle to a tensor on this storage; a second one
-// marks it shared.
-func (s *Storage) AddHandle() {
-	if s.handles.Add(1) > 1 {
-		s.MarkShared()
-	}
-}
+// AddHandle records a hold on the storage: a host handle to a tensor on it,
+// or a tensor's gradient slot (Tensor.SetGrad).
+func (s *Storage) AddHandle() { s.handles.Add(1) }
 
-// ReleaseHandle records that a host handle is gone. If it was the only one
-// and the storage was never shared, owned memory is freed now. The caller
-// guarantees nothing is still using the tensor through that handle.
+// ReleaseHandle records that a hold is gone. If it was the last one and the
+// storage was never shared, owned memory is freed now. The caller
+// guarantees nothing is still using the tensor through that hold.
 func (s *Storage) ReleaseHandle() {
 	if s.handles.Add(-1) == 0 && !s.shared.Load() && s.owned != nil {
 		s.owned.release()

@@ -355,37 +355,62 @@ func (t *Tensor) IsLeaf() bool {
 	return t.gradFn == nil
 }
 
-// Grad returns the accumulated gradient (nil if none).
+// Grad returns the accumulated gradient (nil if none). The gradient slot
+// holds its storage like a host handle does (Storage.AddHandle): a caller
+// that uses the gradient beyond a moment in which the slot may be cleared
+// takes its own hold with HoldGrad.
 func (t *Tensor) Grad() *Tensor {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.grad
 }
 
-// SetGrad replaces the accumulated gradient (nil clears it).
-func (t *Tensor) SetGrad(g *Tensor) {
-	if g != nil {
-		g.storage.MarkShared()
-	}
+// HoldGrad returns the gradient with a hold on its storage (AddHandle),
+// taken under the lock, so that clearing the slot meanwhile cannot free it;
+// the caller gives the hold back with Storage.ReleaseHandle.
+func (t *Tensor) HoldGrad() *Tensor {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.grad != nil {
+		t.grad.storage.AddHandle()
+	}
+	return t.grad
+}
+
+// SetGrad replaces the accumulated gradient (nil clears it). The slot holds
+// the new gradient's storage and lets go of the old one's, which is freed at
+// once if nothing else holds it (see Storage.ReleaseHandle).
+func (t *Tensor) SetGrad(g *Tensor) {
+	if g != nil {
+		g.storage.AddHandle()
+	}
+	t.mu.Lock()
+	old := t.grad
 	t.grad = g
+	t.mu.Unlock()
+	if old != nil {
+		old.storage.ReleaseHandle()
+	}
 }
 
 // CompareAndSwapGrad sets the gradient to new if it is still old, and
 // reports whether it did. Accumulation computes new outside any lock (the
 // maths may itself touch this tensor) and retries when another goroutine
-// got there first.
+// got there first. The slot's hold moves from old to new as in SetGrad.
 func (t *Tensor) CompareAndSwapGrad(old, new *Tensor) bool {
-	if new != nil {
-		new.storage.MarkShared()
-	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.grad != old {
+		t.mu.Unlock()
 		return false
 	}
+	if new != nil {
+		new.storage.AddHandle()
+	}
 	t.grad = new
+	t.mu.Unlock()
+	if old != nil {
+		old.storage.ReleaseHandle()
+	}
 	return true
 }
 

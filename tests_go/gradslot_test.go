@@ -1,0 +1,118 @@
+package tests_go
+
+// The gradient slot holds its storage like a host handle: replacing or
+// clearing .grad frees an unshared gradient at once. These tests run that
+// with an allocator whose free poisons memory, so any use after free shows.
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/ops"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+// freePoisonAllocator hands out Go memory with a free function that fills
+// it with 0xA5 bytes (a float32 of about -2.9e-16) and counts frees.
+type freePoisonAllocator struct{ frees *atomic.Int64 }
+
+func (a freePoisonAllocator) Alloc(n int, zeroed bool) ([]byte, func(), error) {
+	b := make([]byte, n)
+	return b, func() {
+		for i := range b {
+			b[i] = 0xA5
+		}
+		a.frees.Add(1)
+	}, nil
+}
+
+func withFreePoison(t *testing.T) *atomic.Int64 {
+	frees := new(atomic.Int64)
+	tensor.SetAllocator(freePoisonAllocator{frees})
+	t.Cleanup(func() { tensor.SetAllocator(poisonAllocator{}) })
+	return frees
+}
+
+func TestClearingGradFreesItAtOnce(t *testing.T) {
+	frees := withFreePoison(t)
+	x := leaf(t, fromVals(t, dtype.Float32, []int{64}, make([]float64, 64)...))
+	c := fromVals(t, dtype.Float32, []int{64}, make([]float64, 64)...)
+	y, err := ops.Minimum(nil, x, c)
+	require.NoError(t, err)
+	s, err := ops.Sum(nil, y, nil, false)
+	require.NoError(t, err)
+	require.NoError(t, ops.Backward(nil, []*tensor.Tensor{s}, nil, false, false))
+	g := x.Grad()
+	require.NotNil(t, g)
+	before := frees.Load()
+	x.SetGrad(nil)
+	require.Greater(t, frees.Load(), before, "the gradient's memory went back when the slot let go")
+
+	// A gradient something else holds stays.
+	y, _ = ops.Minimum(nil, x, c)
+	s, _ = ops.Sum(nil, y, nil, false)
+	require.NoError(t, ops.Backward(nil, []*tensor.Tensor{s}, nil, false, false))
+	held := x.HoldGrad()
+	x.SetGrad(nil)
+	for _, v := range held.Float64s() {
+		require.Equal(t, 1.0, v)
+	}
+	held.Storage().ReleaseHandle()
+}
+
+// Backward accumulating into x while another goroutine reads and clears
+// x.grad: every gradient read is whole (a count of backward passes), never
+// poisoned memory.
+func TestGradSlotUnderConcurrentAccumulateAndClear(t *testing.T) {
+	withFreePoison(t)
+	const n, passes = 1 << 15, 300
+	x := leaf(t, fromVals(t, dtype.Float32, []int{n}, make([]float64, n)...))
+	c := fromVals(t, dtype.Float32, []int{n}, make([]float64, n)...)
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < passes; i++ {
+			y, err := ops.Minimum(nil, x, c)
+			if err == nil {
+				var s *tensor.Tensor
+				if s, err = ops.Sum(nil, y, nil, false); err == nil {
+					err = ops.Backward(nil, []*tensor.Tensor{s}, nil, false, false)
+				}
+			}
+			if err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	var bad atomic.Int64
+	go func() {
+		defer wg.Done()
+		for i := 0; i < passes; i++ {
+			if g := x.HoldGrad(); g != nil {
+				for _, v := range g.Float64s() {
+					if v < 1 || v > passes || v != math.Trunc(v) {
+						bad.Add(1)
+					}
+				}
+				g.Storage().ReleaseHandle()
+			}
+			if i%3 == 0 {
+				x.SetGrad(nil)
+			}
+		}
+	}()
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		require.NoError(t, err)
+	}
+	require.Zero(t, bad.Load(), "gradient values read from freed memory")
+}
