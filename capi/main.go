@@ -846,6 +846,7 @@ func lucid_collect() C.int {
 		// until the counters settle.
 		prev := int64(-1)
 		for i := 0; i < 50; i++ {
+			tensor.FlushYoung()
 			runtime.GC()
 			time.Sleep(2 * time.Millisecond)
 			cur := cBlocks.Load()*1000003 + borrowedCount.Load()

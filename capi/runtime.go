@@ -288,6 +288,7 @@ func maybeCollect(incoming int64) {
 		return
 	}
 	defer gcMu.Unlock()
+	tensor.FlushYoung()
 	runtime.GC()
 	baseline.Store(outstanding())
 }

@@ -126,8 +126,67 @@ func newStorage(nbytes int, zeroed bool) (*Storage, error) {
 	p := new(paddedStorage)
 	s := &p.s
 	s.data, s.owned = data, &ownedMemory{free: free}
-	runtime.AddCleanup(s, func(m *ownedMemory) { m.release() }, s.owned)
+	if nbytes <= youngBytes {
+		young.add(s)
+	} else {
+		addCleanup(s)
+	}
 	return s, nil
+}
+
+func addCleanup(s *Storage) { runtime.AddCleanup(s, func(m *ownedMemory) { m.release() }, s.owned) }
+
+// young holds small owned storages whose cleanup is not registered yet.
+// Most op results are freed early (their handle goes, or the gradient slot
+// lets go) within a few calls, and then never need a cleanup: registering
+// one costs more than an op on a small tensor. So registration waits until
+// youngMax storages have been made, and happens only for those still holding
+// memory. The list keeps its storages reachable meanwhile, which is why only
+// small ones (youngBytes) wait; FlushYoung ends the wait (hosts call it
+// before collecting garbage on purpose).
+var young youngList
+
+const (
+	youngMax   = 64
+	youngBytes = 64 << 10
+)
+
+type youngList struct {
+	mu   sync.Mutex
+	list []*Storage
+}
+
+func (y *youngList) add(s *Storage) {
+	y.mu.Lock()
+	if y.list == nil {
+		y.list = make([]*Storage, 0, youngMax)
+	}
+	y.list = append(y.list, s)
+	var batch []*Storage
+	if len(y.list) == youngMax {
+		batch, y.list = y.list, nil
+	}
+	y.mu.Unlock()
+	register(batch)
+}
+
+// register gives every storage of batch that still holds memory its cleanup.
+func register(batch []*Storage) {
+	for _, s := range batch {
+		if !s.owned.done.Load() {
+			addCleanup(s)
+		}
+	}
+}
+
+// FlushYoung registers the cleanups that are still waiting (see young), so
+// that the next garbage collection frees every unreachable storage.
+func FlushYoung() {
+	young.mu.Lock()
+	batch := young.list
+	young.list = nil
+	young.mu.Unlock()
+	register(batch)
 }
 
 // paddedStorage puts a storage with a cleanup in a larger size class. The
