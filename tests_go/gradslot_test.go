@@ -6,9 +6,11 @@ package tests_go
 
 import (
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -115,4 +117,35 @@ func TestGradSlotUnderConcurrentAccumulateAndClear(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Zero(t, bad.Load(), "gradient values read from freed memory")
+}
+
+// Small owned storages get their cleanup in batches (tensor.FlushYoung ends
+// the wait): dropped ones are all freed after a flush and collections.
+func TestDroppedSmallStoragesAreFreedAfterFlush(t *testing.T) {
+	frees := withFreePoison(t)
+	tensor.FlushYoung()
+	for i := 0; i < 10; i++ {
+		_, err := tensor.NewStorage(1024)
+		require.NoError(t, err)
+	}
+	freed := func() bool {
+		for k := 0; k < 50 && frees.Load() < 10; k++ {
+			runtime.GC()
+			time.Sleep(2 * time.Millisecond)
+		}
+		return frees.Load() >= 10
+	}
+	tensor.FlushYoung()
+	require.True(t, freed(), "dropped storages freed after FlushYoung: %d of 10", frees.Load())
+	// Past a batch's worth, registration needs no flush.
+	frees.Store(0)
+	for i := 0; i < 200; i++ {
+		_, err := tensor.NewStorage(1024)
+		require.NoError(t, err)
+	}
+	for k := 0; k < 50 && frees.Load() < 128; k++ {
+		runtime.GC()
+		time.Sleep(2 * time.Millisecond)
+	}
+	require.GreaterOrEqual(t, frees.Load(), int64(128))
 }
