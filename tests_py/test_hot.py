@@ -81,3 +81,19 @@ def test_tensor_fields_are_c_members() -> None:
     r = weakref.ref(t)
     del t
     assert r() is None
+
+
+def test_grad_setter_and_backward_take_the_c_path_and_keep_python_semantics() -> None:
+    x = pylucid.tensor([1.0, 5.0], requires_grad=True)
+    ops.minimum(x, 2.0).sum().backward()  # _hot.backward_run
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0])
+    x.grad = None  # _hot.set_grad
+    assert x.grad is None
+    x.grad = np.float32([3, 4])  # not a Tensor: the Python path converts it
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
+    with pytest.raises(TypeError):
+        hot.set_grad(x, np.float32([1, 2]))
+    with pytest.raises(TypeError):
+        hot.backward_run(np.float32([1]))
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        pylucid.tensor([1.0]).sum().backward()

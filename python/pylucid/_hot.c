@@ -263,6 +263,49 @@ static PyObject *hot_grad(PyObject *mod, PyObject *t) {
     return from_meta(meta);
 }
 
+/* backward_run(t): lucid_backward_run from t with an implicit gradient, no
+ * retained graph; returns the run handle (0 when done, else stopped at a
+ * Python Function). The GIL is released for the pass. */
+static PyObject *hot_backward_run(PyObject *mod, PyObject *t) {
+    (void)mod;
+    if (!is_tensor(t)) {
+        PyErr_SetString(PyExc_TypeError, "backward_run() expects a pylucid.Tensor");
+        return NULL;
+    }
+    int32_t mode;
+    if (current_mode(&mode) < 0) {
+        return NULL;
+    }
+    int64_t root = ((TensorBase *)t)->h, run = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = lucid_backward_run(&root, NULL, 1, 0, mode, &run);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        return status_error(rc);
+    }
+    return PyLong_FromLongLong(run);
+}
+
+/* set_grad(t, g): replaces t's gradient by the Tensor g, or clears it (None). */
+static PyObject *hot_set_grad(PyObject *mod, PyObject *args) {
+    (void)mod;
+    if (PyTuple_Size(args) != 2) {
+        PyErr_SetString(PyExc_TypeError, "set_grad(t, g)");
+        return NULL;
+    }
+    PyObject *t = PyTuple_GetItem(args, 0), *g = PyTuple_GetItem(args, 1);
+    if (!is_tensor(t) || (g != Py_None && !is_tensor(g))) {
+        PyErr_SetString(PyExc_TypeError, "set_grad() expects pylucid.Tensors (or None)");
+        return NULL;
+    }
+    int rc = lucid_set_grad(((TensorBase *)t)->h, g == Py_None ? 0 : ((TensorBase *)g)->h);
+    if (rc) {
+        return status_error(rc);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *hot_flush(PyObject *mod, PyObject *unused) {
     (void)mod;
     (void)unused;
@@ -324,6 +367,8 @@ static PyMethodDef hot_methods[] = {
     {"binary", hot_binary, METH_VARARGS, "binary(op, a, b): the op on two Tensors (others: the Python path)."},
     {"reduce_all", hot_reduce_all, METH_VARARGS, "reduce_all(op, a, keepdim): sum/mean over all dims."},
     {"grad", hot_grad, METH_O, "grad(t): the accumulated gradient of t, or None."},
+    {"backward_run", hot_backward_run, METH_O, "backward_run(t): the common backward call; the run handle."},
+    {"set_grad", hot_set_grad, METH_VARARGS, "set_grad(t, g): t.grad = g (a Tensor or None)."},
     {"flush", hot_flush, METH_NOARGS, "Releases the handles of dropped tensors waiting in the batch."},
     {"pending", hot_pending, METH_NOARGS, "How many dropped tensors' handles wait in the batch."},
     {"mark_forked", hot_mark_forked, METH_NOARGS, "Stops all calls into the library (this is a forked child)."},

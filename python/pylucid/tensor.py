@@ -461,6 +461,9 @@ class Tensor(_TensorBase):
     def grad(self, g: Optional["Tensor"]) -> None:
         if _lib._forked:
             _lib.check_fork()
+        if _hot is not None and type(self) is Tensor and (g is None or type(g) is Tensor):
+            _hot.set_grad(self, g)
+            return
         rc = _lucid_set_grad(self._h, 0 if g is None else as_tensor(g)._h)
         if rc:
             raise_status(rc)
@@ -491,6 +494,13 @@ class Tensor(_TensorBase):
             # The common call: one C call, with per-thread scratch.
             if _lib._forked:
                 _lib.check_fork()
+            if _hot is not None:
+                run_h: int = _hot.backward_run(self)
+                if run_h:  # stopped at a Python autograd.Function: run the rest from Python
+                    from .autograd import _drive
+
+                    _drive(run_h, None, False)
+                return
             try:
                 root, run = _tls.bw
             except AttributeError:
