@@ -60,7 +60,10 @@ def median_time(fn: Callable[[], object], reps: int, warmup: int = 2) -> float:
     return statistics.median(times)
 
 
-def per_call(fn: Callable[[], object], calls: int, rounds: int = 5) -> float:
+def per_call(fn: Callable[[], object], calls: int, rounds: int = 11) -> float:
+    """Median over rounds of the mean time of one call in a round of calls
+    (microsecond-scale timings on a shared machine jump by tens of percent
+    from round to round)."""
     for _ in range(min(calls, 1000)):
         fn()
     best = []

@@ -598,6 +598,8 @@ class Tensor(_TensorBase):
 
     def sum(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> "Tensor":
         """Sum over ``dim`` (all dims when None); see :func:`pylucid.ops.sum`."""
+        if dim is None and _hot is not None:
+            return _hot_reduce_all(SUM, self, keepdim)  # type: ignore[no-any-return]
         return reduce(SUM, self, dim, keepdim)
 
     def mean(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> "Tensor":
