@@ -77,3 +77,27 @@ func TestStaleHandleAfterSlotReuse(t *testing.T) {
 }
 
 func BenchmarkCallMinimum65536(b *testing.B) { benchCall(b, 65536, false) }
+
+// Generations wrap within 31 bits: a slot reused 2^31 times still gives
+// positive, valid handles (found by review).
+func TestHandleGenerationsStayPositive(t *testing.T) {
+	id := handles.put("probe")
+	handles.mu.Lock()
+	handles.slots[uint32(id)-1].gen = 1<<31 - 1
+	handles.mu.Unlock()
+	handles.mu.Lock()
+	sl := &handles.slots[uint32(id)-1]
+	stale := int64(sl.gen)<<32 | int64(uint32(id))
+	handles.mu.Unlock()
+	if err := handles.release(stale); err != nil {
+		t.Fatal(err)
+	}
+	fresh := handles.put("again")
+	defer handles.release(fresh)
+	if fresh <= 0 {
+		t.Fatalf("handle %x is not positive", fresh)
+	}
+	if o, ok := handles.get(fresh); !ok || o != "again" {
+		t.Fatalf("handle %x resolves to %v, %v", fresh, o, ok)
+	}
+}

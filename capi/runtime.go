@@ -172,16 +172,20 @@ func (h *handleTable) release(id int64) error {
 		delete(h.nodes, obj)
 	}
 	sl.obj = nil
-	if sl.gen++; sl.gen == 0 {
+	// Generations stay within 31 bits, so handles stay positive.
+	if sl.gen++; sl.gen >= 1<<31 {
 		sl.gen = 1
 	}
 	h.free = append(h.free, uint32(id)-1)
 	h.live--
 	h.mu.Unlock()
-	if t, ok := obj.(*tensor.Tensor); ok {
+	switch o := obj.(type) {
+	case *tensor.Tensor:
 		// Frees the memory now if this was the storage's only handle and
 		// nothing else ever shared it (the handle's user is done with it).
-		t.Storage().ReleaseHandle()
+		o.Storage().ReleaseHandle()
+	case *backwardRun:
+		o.run.Close() // an abandoned paused run gives back its holds
 	}
 	return nil
 }

@@ -149,3 +149,38 @@ func TestDroppedSmallStoragesAreFreedAfterFlush(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, frees.Load(), int64(128))
 }
+
+// A gradient stored in a .grad slot may still sit in other nodes' input
+// buffers (add hands one tensor to both inputs); a later accumulation into
+// the same leaf replaces it in the slot, and the run's own hold must keep
+// it alive until the run ends (found by review: it was freed under the
+// engine).
+func TestGradientReplacedInItsSlotDuringTheRunStaysAlive(t *testing.T) {
+	withFreePoison(t)
+	const n = 1000
+	ones := make([]float64, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	x := leaf(t, fromVals(t, dtype.Float32, []int{n}, ones...))
+	num := func(v float64) *tensor.Tensor {
+		s, err := tensor.WrappedScalar(dtype.Float64, v)
+		require.NoError(t, err)
+		return s
+	}
+	must := func(y *tensor.Tensor, err error) *tensor.Tensor {
+		t.Helper()
+		require.NoError(t, err)
+		return y
+	}
+	w := must(ops.Mul(nil, x, num(2)))
+	s := must(ops.Add(nil, w, x))
+	u := must(ops.Mul(nil, w, num(3)))
+	v := must(ops.Mul(nil, x, num(5)))
+	y := must(ops.Add(nil, must(ops.Add(nil, u, v)), s))
+	loss := must(ops.Sum(nil, must(ops.Mul(nil, y, num(1))), nil, false))
+	require.NoError(t, ops.Backward(nil, []*tensor.Tensor{loss}, nil, false, false))
+	for i, g := range x.Grad().Float64s() {
+		require.Equal(t, 14.0, g, "element %d", i) // 2*3 + 5 + 2 + 1
+	}
+}

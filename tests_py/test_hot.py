@@ -97,3 +97,27 @@ def test_grad_setter_and_backward_take_the_c_path_and_keep_python_semantics() ->
         hot.backward_run(np.float32([1]))
     with pytest.raises(RuntimeError, match="does not require grad"):
         pylucid.tensor([1.0]).sum().backward()
+
+
+def test_subclasses_keep_grad_and_backward() -> None:
+    # found by review: the C paths took only the exact Tensor type
+    class Sub(pylucid.Tensor):
+        __slots__ = ()
+
+    s = Sub(np.float32([1, 5]), requires_grad=True)
+    ops.minimum(s, 2.0).sum().backward()
+    np.testing.assert_array_equal(s.grad.numpy(), [1.0, 0.0])
+    r = Sub(np.float32([3.0]), requires_grad=True)
+    r.backward()
+    np.testing.assert_array_equal(r.grad.numpy(), [1.0])
+    assert s.sum().item() == 6.0
+
+
+def test_ops_take_keyword_arguments() -> None:
+    x = pylucid.tensor([1.0, 5.0])
+    for call in (lambda: ops.minimum(a=x, b=2.0), lambda: ops.minimum(x, b=2.0)):
+        np.testing.assert_array_equal(call().numpy(), [1.0, 2.0])
+    with pytest.raises(TypeError):
+        ops.maximum(x)
+    with pytest.raises(ValueError, match="unknown op code"):
+        hot.binary(2**32 + 2, x, x)  # not truncated to another op

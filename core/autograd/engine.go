@@ -77,9 +77,14 @@ type Run struct {
 	ready    []int32
 	captures map[captureKey][]int // key → indices into results (an input may be listed twice); Grad only
 	results  []*tensor.Tensor
-	owned    []*tensor.Storage // memory already held as a .grad or given by the caller
-	pending  *ExternalNode
-	done     bool
+	owned    []*tensor.Storage        // memory already held as a .grad or given by the caller
+	ownedSet map[*tensor.Storage]bool // owned, once it outgrows linearMax
+	// holds are the storages this run put in .grad slots: held until the run
+	// ends, because the same gradient may still sit in other nodes' input
+	// buffers when a later accumulation replaces it in its slot.
+	holds   []*tensor.Storage
+	pending *ExternalNode
+	done    bool
 
 	statesBuf [8]nodeState
 	readyBuf  [8]int32
@@ -127,6 +132,9 @@ func (r *Run) needed(n Node) bool {
 }
 
 func (r *Run) isOwned(s *tensor.Storage) bool {
+	if r.ownedSet != nil {
+		return r.ownedSet[s]
+	}
 	for _, o := range r.owned {
 		if o == s {
 			return true
@@ -136,9 +144,30 @@ func (r *Run) isOwned(s *tensor.Storage) bool {
 }
 
 func (r *Run) own(s *tensor.Storage) {
-	if !r.isOwned(s) {
-		r.owned = append(r.owned, s)
+	if r.isOwned(s) {
+		return
 	}
+	if r.ownedSet != nil {
+		r.ownedSet[s] = true
+		return
+	}
+	r.owned = append(r.owned, s)
+	if len(r.owned) > linearMax { // many leaves: a set, not a quadratic scan
+		r.ownedSet = make(map[*tensor.Storage]bool, 2*len(r.owned))
+		for _, o := range r.owned {
+			r.ownedSet[o] = true
+		}
+	}
+}
+
+// Close gives back the holds the run took on gradients it stored (see
+// holds). Next and Resume call it when the run ends or fails; a host that
+// abandons a paused run calls it. Calling it again does nothing.
+func (r *Run) Close() {
+	for _, s := range r.holds {
+		s.ReleaseHandle()
+	}
+	r.holds = nil
 }
 
 func keyOf(e Edge) captureKey {
@@ -343,6 +372,14 @@ func (r *Run) Next() (*Pending, error) {
 	if r.pending != nil {
 		return nil, errors.New("autograd: Resume must be called before Next")
 	}
+	p, err := r.next()
+	if err != nil || p == nil {
+		r.Close() // finished or failed: the run's holds go
+	}
+	return p, err
+}
+
+func (r *Run) next() (*Pending, error) {
 	for len(r.ready) > 0 {
 		i := r.ready[len(r.ready)-1]
 		r.ready = r.ready[:len(r.ready)-1]
@@ -403,10 +440,18 @@ func (r *Run) Next() (*Pending, error) {
 
 // Resume gives the gradients computed by the host for the pending node.
 func (r *Run) Resume(grads []*tensor.Tensor) error {
-	ext := r.pending
-	if ext == nil {
+	if r.pending == nil {
 		return errors.New("autograd: no external node is pending")
 	}
+	err := r.resume(grads)
+	if err != nil {
+		r.Close()
+	}
+	return err
+}
+
+func (r *Run) resume(grads []*tensor.Tensor) error {
+	ext := r.pending
 	r.pending = nil
 	if len(grads) != len(ext.inputs) {
 		return fmt.Errorf("function %s returned %d gradients, expected %d (one per forward input)", ext.name, len(grads), len(ext.inputs))
@@ -510,6 +555,13 @@ func (r *Run) accumulate(leaf *tensor.Tensor, g *tensor.Tensor) error {
 		if old != nil {
 			next, err = r.opts.Math.Add(old, g, r.opts.CreateGraph)
 		}
+		var hold *tensor.Storage
+		if err == nil {
+			// Held before it enters the slot, so that no moment exists in
+			// which only the slot holds it (see holds).
+			hold = next.Storage()
+			hold.AddHandle()
+		}
 		swapped := err == nil && leaf.CompareAndSwapGrad(old, next)
 		if old != nil {
 			old.Storage().ReleaseHandle()
@@ -518,9 +570,11 @@ func (r *Run) accumulate(leaf *tensor.Tensor, g *tensor.Tensor) error {
 			return err
 		}
 		if swapped {
-			r.own(next.Storage())
+			r.holds = append(r.holds, hold)
+			r.own(hold)
 			return nil
 		}
+		hold.ReleaseHandle() // lost the race: next is dropped (never in a slot)
 	}
 }
 
@@ -536,9 +590,10 @@ func (r *Run) ownGradient(g *tensor.Tensor) (*tensor.Tensor, error) {
 		g = c
 	}
 	if !r.opts.CreateGraph {
-		if fn, _ := g.GradFn(); fn != nil || g.RequiresGrad() {
-			g = g.Detach()
-		} // else g is outside any graph already (a backward formula's fresh result)
+		// A tensor object of its own, outside any graph, over the same memory
+		// (not marked shared: the run and the slot hold it, so it can still
+		// be freed early once the slot lets go).
+		g = g.Alias()
 	}
 	return g, nil
 }

@@ -441,6 +441,18 @@ func (t *Tensor) AsWrappedNumber() (*Tensor, error) {
 // IsWrappedNumber reports whether t was made by WrappedScalar.
 func (t *Tensor) IsWrappedNumber() bool { return t.wrapped }
 
+// Alias returns a new tensor object over t's storage, shape and strides,
+// outside any graph, like Detach, but without marking the storage shared:
+// for callers that make sure everything using the storage holds it
+// (Storage.AddHandle), as the autograd engine does for gradients it puts in
+// a .grad slot.
+func (t *Tensor) Alias() *Tensor {
+	v := t.newViewUnshared(len(t.shape), t.offset)
+	copy(v.shape, t.shape)
+	copy(v.strides, t.strides)
+	return v
+}
+
 // Detach returns a view of the same data that is not part of any graph.
 func (t *Tensor) Detach() *Tensor {
 	// A copy of the shape, not a reference: t's may live inside t's own

@@ -113,6 +113,11 @@ type viewTensor struct {
 // strides the caller fills in.
 func (t *Tensor) newView(ndim, offset int) *Tensor {
 	t.storage.MarkShared()
+	return t.newViewUnshared(ndim, offset)
+}
+
+// newViewUnshared is newView without marking the storage shared (see Alias).
+func (t *Tensor) newViewUnshared(ndim, offset int) *Tensor {
 	var meta []int
 	v := new(viewTensor)
 	if ndim <= inlineDims {

@@ -188,27 +188,41 @@ static PyObject *status_error(int rc) {
 
 static int is_tensor(PyObject *o) { return tensor_type != NULL && Py_TYPE(o) == tensor_type; }
 
-/* binary(op, a, b): lucid_binary_meta on two Tensors. */
-static PyObject *hot_binary(PyObject *mod, PyObject *args) {
+/* The op code as an int32 (-1 with ValueError when it cannot be one). */
+static int op_code(PyObject *op, int32_t *code) {
+    long v = PyLong_AsLong(op);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (v < INT32_MIN || v > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "unknown op code %ld", v);
+        return -1;
+    }
+    *code = (int32_t)v;
+    return 0;
+}
+
+/* binary(op, a, b): lucid_binary_meta on two Tensors. Keyword arguments,
+ * other argument counts and non-Tensors take the Python path, which raises
+ * the usual errors. */
+static PyObject *hot_binary(PyObject *mod, PyObject *args, PyObject *kwargs) {
     (void)mod;
-    if (PyTuple_Size(args) != 3) {
-        PyErr_SetString(PyExc_TypeError, "binary(op, a, b)");
-        return NULL;
+    if ((kwargs != NULL && PyDict_Size(kwargs) > 0) || PyTuple_Size(args) != 3) {
+        return PyObject_Call(fallback_binary, args, kwargs);
     }
     PyObject *op = PyTuple_GetItem(args, 0), *a = PyTuple_GetItem(args, 1), *b = PyTuple_GetItem(args, 2);
     if (forked || !is_tensor(a) || !is_tensor(b)) {
         return PyObject_CallObject(fallback_binary, args);
     }
-    long code = PyLong_AsLong(op);
-    int32_t mode;
-    if ((code == -1 && PyErr_Occurred()) || current_mode(&mode) < 0) {
+    int32_t code, mode;
+    if (op_code(op, &code) < 0 || current_mode(&mode) < 0) {
         return NULL;
     }
     int64_t ha = ((TensorBase *)a)->h, hb = ((TensorBase *)b)->h;
     int64_t meta[LUCID_META_LEN];
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = lucid_binary_meta((int32_t)code, ha, hb, mode, meta);
+    rc = lucid_binary_meta(code, ha, hb, mode, meta);
     Py_END_ALLOW_THREADS
     if (rc) {
         return status_error(rc);
@@ -227,17 +241,16 @@ static PyObject *hot_reduce_all(PyObject *mod, PyObject *args) {
     if (forked || !is_tensor(a)) {
         return PyObject_CallFunctionObjArgs(fallback_reduce, op, a, Py_None, keep, NULL);
     }
-    long code = PyLong_AsLong(op);
     int keepdim = PyObject_IsTrue(keep);
-    int32_t mode;
-    if ((code == -1 && PyErr_Occurred()) || keepdim < 0 || current_mode(&mode) < 0) {
+    int32_t code, mode;
+    if (keepdim < 0 || op_code(op, &code) < 0 || current_mode(&mode) < 0) {
         return NULL;
     }
     int64_t ha = ((TensorBase *)a)->h;
     int64_t meta[LUCID_META_LEN];
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = lucid_reduce_meta((int32_t)code, ha, NULL, -1, keepdim, mode, meta);
+    rc = lucid_reduce_meta(code, ha, NULL, -1, keepdim, mode, meta);
     Py_END_ALLOW_THREADS
     if (rc) {
         return status_error(rc);
@@ -364,7 +377,8 @@ static PyObject *hot_init(PyObject *mod, PyObject *args) {
 
 static PyMethodDef hot_methods[] = {
     {"init", hot_init, METH_VARARGS, "Registers the Python side (called once by pylucid.tensor)."},
-    {"binary", hot_binary, METH_VARARGS, "binary(op, a, b): the op on two Tensors (others: the Python path)."},
+    {"binary", (PyCFunction)(void (*)(void))hot_binary, METH_VARARGS | METH_KEYWORDS,
+     "binary(op, a, b): the op on two Tensors (others: the Python path)."},
     {"reduce_all", hot_reduce_all, METH_VARARGS, "reduce_all(op, a, keepdim): sum/mean over all dims."},
     {"grad", hot_grad, METH_O, "grad(t): the accumulated gradient of t, or None."},
     {"backward_run", hot_backward_run, METH_O, "backward_run(t): the common backward call; the run handle."},

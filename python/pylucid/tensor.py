@@ -446,7 +446,7 @@ class Tensor(_TensorBase):
         """The gradient accumulated by ``backward()`` (None before any); settable."""
         if _lib._forked:
             _lib.check_fork()
-        if _hot is not None:
+        if _hot is not None and type(self) is Tensor:
             return _hot_grad(self)  # type: ignore[no-any-return]
         try:
             buf, mv = _tls.meta
@@ -494,7 +494,7 @@ class Tensor(_TensorBase):
             # The common call: one C call, with per-thread scratch.
             if _lib._forked:
                 _lib.check_fork()
-            if _hot is not None:
+            if _hot is not None and type(self) is Tensor:
                 run_h: int = _hot.backward_run(self)
                 if run_h:  # stopped at a Python autograd.Function: run the rest from Python
                     from .autograd import _drive
@@ -598,7 +598,7 @@ class Tensor(_TensorBase):
 
     def sum(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> "Tensor":
         """Sum over ``dim`` (all dims when None); see :func:`pylucid.ops.sum`."""
-        if dim is None and _hot is not None:
+        if dim is None and _hot is not None:  # (a subclass takes the Python path inside)
             return _hot_reduce_all(SUM, self, keepdim)  # type: ignore[no-any-return]
         return reduce(SUM, self, dim, keepdim)
 
