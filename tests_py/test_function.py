@@ -501,3 +501,27 @@ def test_is_leaf_and_detach():
     assert d.is_leaf and d.requires_grad
     ops.minimum(d, 5.0).sum().backward()
     np.testing.assert_array_equal(d.grad.numpy(), [1.0, 1.0])
+
+
+def test_a_gradient_the_user_holds_becomes_a_separate_grad_tensor() -> None:
+    # The leaf's .grad is a tensor object of its own, even when backward
+    # returns a tensor the user keeps (review: it was the same object).
+    const = pylucid.tensor([2.0, 3.0])
+
+    class Const(Function):
+        @staticmethod
+        def forward(ctx, a):  # type: ignore[no-untyped-def]
+            return a * 1.0
+
+        @staticmethod
+        def backward(ctx, g):  # type: ignore[no-untyped-def]
+            return const
+
+    x = pylucid.tensor([1.0, 1.0], requires_grad=True)
+    Const.apply(x).sum().backward()
+    assert x.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 3.0])
+    x.grad.requires_grad_(True)
+    assert not const.requires_grad  # flags of one do not show on the other
+    x.grad = None
+    np.testing.assert_array_equal(const.numpy(), [2.0, 3.0])  # the user's tensor is intact

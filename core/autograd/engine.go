@@ -89,6 +89,7 @@ type Run struct {
 	statesBuf [8]nodeState
 	readyBuf  [8]int32
 	ownedBuf  [4]*tensor.Storage
+	holdsBuf  [4]*tensor.Storage
 }
 
 // find returns the index of n's state, or -1.
@@ -187,7 +188,7 @@ func Start(roots, grads []*tensor.Tensor, opts Options) (*Run, error) {
 		return nil, fmt.Errorf("got %d gradients for %d outputs", len(grads), len(roots))
 	}
 	r := &Run{opts: opts}
-	r.states, r.ready, r.owned = r.statesBuf[:0], r.readyBuf[:0], r.ownedBuf[:0]
+	r.states, r.ready, r.owned, r.holds = r.statesBuf[:0], r.readyBuf[:0], r.ownedBuf[:0], r.holdsBuf[:0]
 	var edgeBuf [1]Edge
 	var gradBuf [1]*tensor.Tensor
 	rootEdges, rootGrads := edgeBuf[:0], gradBuf[:0]
@@ -590,10 +591,14 @@ func (r *Run) ownGradient(g *tensor.Tensor) (*tensor.Tensor, error) {
 		g = c
 	}
 	if !r.opts.CreateGraph {
-		// A tensor object of its own, outside any graph, over the same memory
-		// (not marked shared: the run and the slot hold it, so it can still
-		// be freed early once the slot lets go).
-		g = g.Alias()
+		// The leaf gets a tensor object of its own, outside any graph, over
+		// the same memory (not marked shared: the run and the slot hold it,
+		// so it can still be freed early once the slot lets go) — unless g is
+		// already one: graph-free, and nothing outside the engine holds it (a
+		// backward formula's fresh result).
+		if fn, _ := g.GradFn(); fn != nil || g.RequiresGrad() || g.Storage().Held() {
+			g = g.Alias()
+		}
 	}
 	return g, nil
 }

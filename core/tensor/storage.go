@@ -52,6 +52,10 @@ func (m *ownedMemory) release() {
 // storage, so it is only ever freed by the garbage collector.
 func (s *Storage) MarkShared() { s.shared.Store(true) }
 
+// Held reports whether anything holds the storage (a host handle, a gradient
+// slot, a backward run).
+func (s *Storage) Held() bool { return s.handles.Load() > 0 }
+
 // AddHandle records a hold on the storage: a host handle to a tensor on it,
 // or a tensor's gradient slot (Tensor.SetGrad).
 func (s *Storage) AddHandle() { s.handles.Add(1) }
