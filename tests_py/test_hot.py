@@ -121,3 +121,27 @@ def test_ops_take_keyword_arguments() -> None:
         ops.maximum(x)
     with pytest.raises(ValueError, match="unknown op code"):
         hot.binary(2**32 + 2, x, x)  # not truncated to another op
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64", "bool"])
+def test_copy_deepcopy_and_pickle_give_new_memory_with_the_same_bits(dtype: str) -> None:
+    # Tensor's C base type makes copying explicit: by value, never a second
+    # owner of the same handle.
+    import copy
+    import pickle
+
+    src = np.arange(6).reshape(2, 3)[:, ::-1] % 2 if dtype == "bool" else np.arange(6.0).reshape(2, 3)[:, ::-1]
+    t = pylucid.tensor(src, dtype=dtype)
+    if t.dtype.is_floating_point:
+        t.requires_grad_(True)
+    for c in (copy.copy(t), copy.deepcopy(t), pickle.loads(pickle.dumps(t))):
+        assert c is not t and c._h != t._h
+        assert c.dtype is t.dtype and c.shape == t.shape and c.requires_grad == t.requires_grad
+        np.testing.assert_array_equal(c.detach().to(pylucid.float64).numpy(), t.detach().to(pylucid.float64).numpy())
+        assert not np.shares_memory(c.detach().numpy(), t.detach().numpy())
+    if t.requires_grad:
+        y = ops.minimum(t, t)
+        with pytest.raises(RuntimeError, match="leaves"):
+            copy.deepcopy(y)
+        with pytest.raises(RuntimeError, match="leaf"):
+            pickle.dumps(y)

@@ -586,6 +586,27 @@ class Tensor(_TensorBase):
     def __iter__(self) -> Iterator[Any]:
         raise TypeError("iteration over a pylucid Tensor is not supported; use .numpy()")
 
+    # ---- copying and pickling: new memory, the same values and flags ----
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Tensor":
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol; use .detach() first")
+        out = _copy(self.detach())
+        if self._rg:
+            out.requires_grad_(True)
+        memo[id(self)] = out
+        return out
+
+    def __reduce__(self) -> Any:
+        """Pickles (and copy.copy) by value: the data as a NumPy array
+        (bfloat16 as its exact float32 values) and the requires_grad flag."""
+        if not self.is_leaf:
+            raise RuntimeError("Can't pickle a Tensor that is not a graph leaf; use .detach() first")
+        src = self.detach()
+        if self._dtype.code == 8:  # bfloat16: NumPy has no dtype for it without ml_dtypes
+            src = src.to(float32)
+        return (_rebuild, (np.array(src.numpy(), copy=True), self._dtype.name, self._rg))
+
     # ---- ops ----
     def to(self, dtype: DTypeLike) -> "Tensor":
         """This tensor converted to ``dtype`` (differentiable)."""
@@ -789,3 +810,8 @@ if _hot is not None:
 else:
     binary = _py_binary
     setattr(Tensor, "__del__", _py_del)
+
+
+def _rebuild(values: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
+    """Unpickles a Tensor (see Tensor.__reduce__)."""
+    return tensor(values, dtype=dtype_name, requires_grad=requires_grad)
