@@ -3,6 +3,7 @@ dropped tensors, and the fallbacks to the Python path."""
 
 from __future__ import annotations
 
+import gc
 import importlib
 
 import numpy as np
@@ -17,6 +18,17 @@ pytestmark = pytest.mark.skipif(hot is None, reason="ABI mode: no C hot path (se
 
 
 def test_dropped_small_tensors_wait_in_a_batch_and_large_ones_go_at_once() -> None:
+    # Count handles with Python's cycle collector settled and off, so that
+    # garbage from earlier tests is not released in the middle.
+    gc.collect()
+    gc.disable()
+    try:
+        _batching_checks()
+    finally:
+        gc.enable()
+
+
+def _batching_checks() -> None:
     pylucid._stats()  # flushes
     base = pylucid._stats()["handles"]
     x = pylucid.from_numpy(np.arange(8, dtype=np.float32))
