@@ -129,7 +129,7 @@ func TestDroppedSmallStoragesAreFreedAfterFlush(t *testing.T) {
 		require.NoError(t, err)
 	}
 	freed := func() bool {
-		for k := 0; k < 50 && frees.Load() < 10; k++ {
+		for k := 0; k < 500 && frees.Load() < 10; k++ {
 			runtime.GC()
 			time.Sleep(2 * time.Millisecond)
 		}
@@ -143,7 +143,7 @@ func TestDroppedSmallStoragesAreFreedAfterFlush(t *testing.T) {
 		_, err := tensor.NewStorage(1024)
 		require.NoError(t, err)
 	}
-	for k := 0; k < 50 && frees.Load() < 128; k++ {
+	for k := 0; k < 500 && frees.Load() < 128; k++ {
 		runtime.GC()
 		time.Sleep(2 * time.Millisecond)
 	}
