@@ -2,7 +2,7 @@ package tests_go
 
 // Black-box tests of core/tensor views: Slice with Python semantics,
 // Permute/Transpose, BroadcastTo, Reshape, IsContiguous, Clone, Numel and the
-// coalescing iteration Plan, each checked against an index computation
+// coalescing iteration Iter, each checked against an index computation
 // written here.
 
 import (
@@ -664,20 +664,40 @@ func tvNaiveOffsets(shape []int, off int, strides []int) []int {
 	return out
 }
 
-// tvPlanOffsets walks rows [start, end) of a plan and lists each operand's offsets.
-func tvPlanOffsets(p tensor.Plan, start, end int) [][]int {
-	out := make([][]int, len(p.Offsets))
-	p.ForRows(start, end, func(offs []int) {
-		for o := range offs {
-			for k := 0; k < p.Inner(); k++ {
-				out[o] = append(out[o], offs[o]+k*p.InnerStride(o))
+// tvIterOffsets walks rows [start, end) of an Iter with a RowCursor and
+// lists each operand's offsets.
+func tvIterOffsets(it *tensor.Iter, start, end int) [][]int {
+	out := make([][]int, it.NumOperands())
+	if start >= end {
+		return out
+	}
+	var cur tensor.RowCursor
+	cur.Seek(it, start)
+	for r := start; r < end; r++ {
+		for o := range out {
+			for k := 0; k < it.Inner(); k++ {
+				out[o] = append(out[o], cur.Offs[o]+k*it.InnerStride(o))
 			}
 		}
-	})
+		cur.Next(it)
+	}
 	return out
 }
 
-func TestTensorPlanCoalescing(t *testing.T) {
+// tvIterShape lists an Iter's coalesced dims, and per operand its strides.
+func tvIterShape(it *tensor.Iter) ([]int, [][]int) {
+	shape := make([]int, it.Ndim())
+	strides := make([][]int, it.NumOperands())
+	for i := range shape {
+		shape[i] = it.Dim(i)
+		for o := range strides {
+			strides[o] = append(strides[o], it.Stride(o, i))
+		}
+	}
+	return shape, strides
+}
+
+func TestTensorIterCoalescing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	iters := 4000
 	if testing.Short() {
@@ -722,33 +742,35 @@ func TestTensorPlanCoalescing(t *testing.T) {
 				}
 			}
 		}
-		p := tensor.NewPlan(shape, offs, strides...)
+		var p tensor.Iter
+		p.Reset(shape, nil, offs, strides...)
 		numel := 1
 		for _, d := range shape {
 			numel *= d
 		}
-		msg := fmt.Sprintf("shape %v offs %v strides %v -> plan %+v", shape, offs, strides, p)
-		require.NotEmpty(t, p.Shape, msg)
+		ps, pst := tvIterShape(&p)
+		msg := fmt.Sprintf("shape %v offs %v strides %v -> loop %v %v", shape, offs, strides, ps, pst)
+		require.NotEmpty(t, ps, msg)
 		require.Equal(t, numel, p.Numel(), msg)
-		require.Len(t, p.Strides, nops)
+		require.Equal(t, nops, p.NumOperands())
 		nonOne := 0
 		for _, d := range shape {
 			if d != 1 {
 				nonOne++
 			}
 		}
-		require.LessOrEqual(t, len(p.Shape), max(nonOne, 1), msg)
+		require.LessOrEqual(t, len(ps), max(nonOne, 1), msg)
 		if numel == 0 {
 			continue
 		}
-		got := tvPlanOffsets(p, 0, p.Rows())
+		got := tvIterOffsets(&p, 0, p.Rows())
 		for o := 0; o < nops; o++ {
 			require.Equal(t, tvNaiveOffsets(shape, offs[o], strides[o]), got[o], "operand %d: %s", o, msg)
 		}
 		// any sub-range of rows gives the matching slice of the sequence
 		a := rng.IntN(p.Rows() + 1)
 		b := a + rng.IntN(p.Rows()-a+1)
-		sub := tvPlanOffsets(p, a, b)
+		sub := tvIterOffsets(&p, a, b)
 		for o := 0; o < nops; o++ {
 			want := got[o][a*p.Inner() : b*p.Inner()]
 			if len(want) == 0 {
@@ -761,32 +783,37 @@ func TestTensorPlanCoalescing(t *testing.T) {
 }
 
 // Layouts whose dims chain for every operand coalesce into one loop.
-func TestTensorPlanCoalescesContiguous(t *testing.T) {
+func TestTensorIterCoalescesContiguous(t *testing.T) {
+	var p tensor.Iter
 	shape := []int{2, 1, 3, 4}
 	cs := tensor.ContiguousStrides(shape)
-	p := tensor.NewPlan(shape, []int{0, 5}, cs, cs)
-	assert.Equal(t, []int{24}, p.Shape)
-	assert.Equal(t, 1, p.InnerStride(0))
+	p.Reset(shape, nil, []int{0, 5}, cs, cs)
+	ps, pst := tvIterShape(&p)
+	assert.Equal(t, []int{24}, ps)
+	assert.Equal(t, [][]int{{1}, {1}}, pst)
 	assert.Equal(t, 1, p.Rows())
 
 	// a broadcast operand (zero strides on the leading dims) breaks the chain
 	// only where it must
 	bs := []int{0, 0, 4, 1}
-	p = tensor.NewPlan(shape, []int{0, 0}, cs, bs)
-	assert.Equal(t, []int{2, 12}, p.Shape)
-	assert.Equal(t, [][]int{{12, 1}, {0, 1}}, p.Strides)
+	p.Reset(shape, nil, []int{0, 0}, cs, bs)
+	ps, pst = tvIterShape(&p)
+	assert.Equal(t, []int{2, 12}, ps)
+	assert.Equal(t, [][]int{{12, 1}, {0, 1}}, pst)
 
 	// 0-d and all-ones shapes give a single one-element loop
-	p = tensor.NewPlan(nil, []int{7}, []int{})
-	assert.Equal(t, []int{1}, p.Shape)
+	p.Reset(nil, nil, []int{7}, []int{})
+	ps, _ = tvIterShape(&p)
+	assert.Equal(t, []int{1}, ps)
 	assert.Equal(t, 1, p.Numel())
-	assert.Equal(t, [][]int{{7}}, tvPlanOffsets(p, 0, 1))
-	p = tensor.NewPlan([]int{1, 1}, []int{2}, []int{5, -3})
-	assert.Equal(t, [][]int{{2}}, tvPlanOffsets(p, 0, 1))
+	assert.Equal(t, [][]int{{7}}, tvIterOffsets(&p, 0, 1))
+	p.Reset([]int{1, 1}, nil, []int{2}, []int{5, -3})
+	assert.Equal(t, [][]int{{2}}, tvIterOffsets(&p, 0, 1))
 
 	// reversed dims chain too (stride -1 under stride -4 over a 4-dim)
-	p = tensor.NewPlan([]int{3, 4}, []int{11}, []int{-4, -1})
-	assert.Equal(t, []int{12}, p.Shape)
+	p.Reset([]int{3, 4}, nil, []int{11}, []int{-4, -1})
+	ps, _ = tvIterShape(&p)
+	assert.Equal(t, []int{12}, ps)
 	assert.Equal(t, -1, p.InnerStride(0))
 }
 
