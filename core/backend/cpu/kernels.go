@@ -284,24 +284,9 @@ func simdSize(dt dtype.Dtype) int {
 
 // Route implements backend.IBackend.
 func (b *Backend) Route(op backend.BinaryOp, ga, gb, a, bb, g *tensor.Tensor) error {
-	if err := backend.CheckSameShape(g, ga, gb, a, bb); err != nil {
+	k, err := selection(&routeKernels, op, a, bb, g, ga, gb)
+	if err != nil {
 		return err
-	}
-	if err := backend.CheckSameDtype(a, bb); err != nil {
-		return err
-	}
-	if err := backend.CheckSameDtype(g, ga, gb); err != nil {
-		return err
-	}
-	if !op.IsMinMax() {
-		return fmt.Errorf("selection needs minimum or maximum, got %v", op)
-	}
-	var k segFunc
-	if a.Dtype().Valid() && g.Dtype().Valid() {
-		k = routeKernels[mxIndex(op)][a.Dtype()][g.Dtype()]
-	}
-	if k == nil {
-		return fmt.Errorf("unsupported dtype %v", a.Dtype())
 	}
 	b.elementwise(k, ga, gb, a, bb, g)
 	return nil
@@ -309,27 +294,41 @@ func (b *Backend) Route(op backend.BinaryOp, ga, gb, a, bb, g *tensor.Tensor) er
 
 // Select implements backend.IBackend.
 func (b *Backend) Select(op backend.BinaryOp, out, a, bb, x, y *tensor.Tensor) error {
-	if err := backend.CheckSameShape(out, a, bb, x, y); err != nil {
+	k, err := selection(&whereKernels, op, a, bb, out, x, y)
+	if err != nil {
 		return err
-	}
-	if err := backend.CheckSameDtype(a, bb); err != nil {
-		return err
-	}
-	if err := backend.CheckSameDtype(out, x, y); err != nil {
-		return err
-	}
-	if !op.IsMinMax() {
-		return fmt.Errorf("selection needs minimum or maximum, got %v", op)
-	}
-	var k segFunc
-	if a.Dtype().Valid() && out.Dtype().Valid() {
-		k = whereKernels[mxIndex(op)][a.Dtype()][out.Dtype()]
-	}
-	if k == nil {
-		return fmt.Errorf("unsupported dtype %v", a.Dtype())
 	}
 	b.elementwise(k, out, a, bb, x, y)
 	return nil
+}
+
+// selection checks what Route and Select share — one shape for all; the
+// compared operands a, bb of one dtype; the value operands vs of one dtype;
+// a minimum/maximum op — and returns the kernel from table for it.
+func selection(table *[2][16][16]segFunc, op backend.BinaryOp, a, bb *tensor.Tensor, vs ...*tensor.Tensor) (segFunc, error) {
+	if err := backend.CheckSameShape(vs[0], a, bb); err != nil {
+		return nil, err
+	}
+	if err := backend.CheckSameShape(vs[0], vs[1:]...); err != nil {
+		return nil, err
+	}
+	if err := backend.CheckSameDtype(a, bb); err != nil {
+		return nil, err
+	}
+	if err := backend.CheckSameDtype(vs...); err != nil {
+		return nil, err
+	}
+	if !op.IsMinMax() {
+		return nil, fmt.Errorf("selection needs minimum or maximum, got %v", op)
+	}
+	var k segFunc
+	if a.Dtype().Valid() && vs[0].Dtype().Valid() {
+		k = table[mxIndex(op)][a.Dtype()][vs[0].Dtype()]
+	}
+	if k == nil {
+		return nil, fmt.Errorf("unsupported dtype %v", a.Dtype())
+	}
+	return k, nil
 }
 
 // ---- arithmetic ----
