@@ -448,10 +448,7 @@ class Tensor(_TensorBase):
             _lib.check_fork()
         if _hot is not None and type(self) is Tensor:
             return _hot_grad(self)  # type: ignore[no-any-return]
-        try:
-            buf, mv = _tls.meta
-        except AttributeError:
-            buf, mv = _meta_buffer()
+        buf, mv = _meta_buffer()
         rc = _lucid_get_grad_meta(self._h, buf)
         if rc:
             raise_status(rc)
@@ -723,10 +720,7 @@ def _py_binary(op: int, a: Any, b: Any) -> Tensor:
         _reraise_interrupt()
     ta = a if type(a) is Tensor else as_tensor(a)
     tb = b if type(b) is Tensor else as_tensor(b)
-    try:
-        buf, mv = _tls.meta
-    except AttributeError:
-        buf, mv = _meta_buffer()
+    buf, mv = _meta_buffer()
     rc = _lucid_binary_meta(op, ta._h, tb._h, state.mode, buf)
     if rc:
         raise_status(rc)
@@ -751,10 +745,7 @@ def _py_reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: b
     if dim is not None:
         dims = [dim] if isinstance(dim, int) else [int(d) for d in dim]
         nd = len(dims)
-    try:
-        buf, mv = _tls.meta
-    except AttributeError:
-        buf, mv = _meta_buffer()
+    buf, mv = _meta_buffer()
     rc = _lucid_reduce_meta(op, ta._h, dims, nd, 1 if keepdim else 0, state.mode, buf)
     if rc:
         raise_status(rc)
