@@ -122,7 +122,7 @@ func TestDeterminismAcrossThreads(t *testing.T) {
 					require.NotNil(t, want1)
 				}
 				for _, n := range threads {
-					be := cpu.New(n)
+					be := splitting(n)
 					require.Equal(t, n, be.Threads())
 					got := dc.run(t, ctxFor(be))
 					require.Len(t, got, len(want))
@@ -145,7 +145,7 @@ func TestDeterminismSumOrderMatters(t *testing.T) {
 	r := newRand(99)
 	bits := wideBits(r, dtype.Float32, 300000)
 	x := must(t)(tensor.FromBits(dtype.Float32, []int{300000}, bits))
-	s := must(t)(ops.Sum(ctxFor(cpu.New(8)), x, nil, false))
+	s := must(t)(ops.Sum(ctxFor(splitting(8)), x, nil, false))
 	var seq float32
 	for _, b := range bits {
 		seq += math.Float32frombits(uint32(b))
@@ -189,7 +189,7 @@ func TestDeterminismAboveParallelThreshold(t *testing.T) {
 		}
 		want := run(&ops.Context{Backend: cpu.New(1), GradEnabled: true})
 		for _, n := range []int{2, 8} {
-			require.Equal(t, want, run(&ops.Context{Backend: cpu.New(n), GradEnabled: true}), "%v with %d threads", dt, n)
+			require.Equal(t, want, run(&ops.Context{Backend: splitting(n), GradEnabled: true}), "%v with %d threads", dt, n)
 		}
 		if dt == dtype.Float32 && !testing.Short() {
 			require.Equal(t, want, run(&ops.Context{Backend: ref.Backend{}, GradEnabled: true}), "%v: cpu vs ref", dt)

@@ -442,7 +442,7 @@ var fzOps = []fzOp{
 }
 
 var (
-	fzCPUs                  = []*cpu.Backend{cpu.New(1), cpu.New(3), cpu.New(16)}
+	fzCPUs                  = []*cpu.Backend{cpu.New(1), splitting(3), splitting(16)}
 	fzRef  backend.IBackend = ref.Backend{}
 )
 
@@ -855,7 +855,7 @@ func FuzzSumDims(f *testing.F) {
 		} else {
 			require.NoError(t, refErr, msg)
 		}
-		for _, cb := range []*cpu.Backend{fzCPUs[0], fzCPUs[1], cpu.New(7)} {
+		for _, cb := range []*cpu.Backend{fzCPUs[0], fzCPUs[1], splitting(7)} {
 			got, err := call(cb)
 			if refErr != nil {
 				require.Error(t, err, "cpu(%d): %s", cb.Threads(), msg)

@@ -25,9 +25,19 @@ import (
 // ---- backends and contexts ----
 
 var (
-	cpuBackend backend.IBackend = cpu.New(4)
+	cpuBackend backend.IBackend = splitting(4)
 	refBackend backend.IBackend = ref.Backend{}
 )
+
+// splitting returns a cpu backend with n threads that splits all work of
+// cpu.MinParallel elements or more (by default mid-size work is split only
+// while a helper is awake, which depends on timing): tests then always take
+// the parallel paths above the threshold.
+func splitting(n int) *cpu.Backend {
+	b := cpu.New(n)
+	b.SetAlwaysSplit(true)
+	return b
+}
 
 // ctxFor returns a context recording gradients on backend b.
 func ctxFor(b backend.IBackend) *ops.Context {

@@ -11,7 +11,6 @@ package cpu
 
 import (
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -20,15 +19,17 @@ import (
 )
 
 // Chunk is the number of elements of one parallel work unit of an
-// elementwise kernel.
-const Chunk = 1 << 15
+// elementwise kernel: small enough that a 64K-element call splits into
+// eight, for the caller and a late helper to balance.
+const Chunk = 1 << 13
 
 // maxSeg bounds one kernel call so per-call scratch buffers stay in L1/L2.
 const maxSeg = 2048
 
 // Backend is the CPU backend. Use New or Default.
 type Backend struct {
-	threads atomic.Int32
+	threads     atomic.Int32
+	alwaysSplit atomic.Bool
 }
 
 // New returns a CPU backend using n worker goroutines (n < 1 means GOMAXPROCS).
@@ -57,44 +58,45 @@ func (b *Backend) SetThreads(n int) {
 // Threads returns the number of worker goroutines.
 func (b *Backend) Threads() int { return int(b.threads.Load()) }
 
-// parallel runs fn(i) for i in [0, n), on up to Threads goroutines. Which
+// SetAlwaysSplit makes the backend split all work of MinParallel elements or
+// more, waking helpers when needed, instead of only while one is awake (see
+// team.go). The default suits interactive use: an occasional mid-size call
+// does not pay a wake-up that costs more than it saves.
+func (b *Backend) SetAlwaysSplit(on bool) { b.alwaysSplit.Store(on) }
+
+// split reports whether n elements of work should be split across
+// goroutines (see the team's rule in team.go). Splitting never changes
+// results.
+func (b *Backend) split(n int) bool {
+	if n < MinParallel || b.Threads() < 2 {
+		return false
+	}
+	return theTeam.want(nanotime()) || n >= WakeParallel || b.alwaysSplit.Load()
+}
+
+// parallel runs fn(i) for i in [0, n) blocks of work elements in all, on up
+// to Threads goroutines: the caller and the team, or fresh goroutines when
+// the team is busy and the work is large enough to pay for them. Which
 // goroutine runs which i does not affect results: every i writes its own
 // outputs.
-func (b *Backend) parallel(n int, fn func(i int)) {
+func (b *Backend) parallel(work, n int, fn func(i int)) {
 	workers := min(b.Threads(), n)
 	if workers <= 1 {
-		for i := 0; i < n; i++ {
-			fn(i)
-		}
+		sequential(n, fn)
 		return
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var panicked atomic.Value
-	work := func() {
-		defer wg.Done()
-		defer func() {
-			if r := recover(); r != nil {
-				panicked.Store(r)
-			}
-		}()
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= n {
-				return
-			}
-			fn(i)
-		}
+	j := newJob(n, min(workers-1, maxHelpers), fn)
+	if theTeam.tryRun(j) {
+		return
 	}
-	wg.Add(workers)
-	for w := 1; w < workers; w++ {
-		go work()
+	if work < WakeParallel {
+		sequential(n, fn)
+		return
 	}
-	work() // the caller takes blocks too: no wait for a wake-up to start
-	wg.Wait()
-	if r := panicked.Load(); r != nil {
-		panic(r) // re-raised on the caller's goroutine, where it can be recovered
+	for range workers - 1 {
+		go j.help()
 	}
+	j.lead()
 }
 
 // sequential runs fn(i) for i in [0, n) on the calling goroutine.
@@ -202,10 +204,14 @@ func segments(it *tensor.Iter, ops *operands, start, end int, k segFunc) {
 	}
 }
 
-// MinParallel is the least work (elements) worth waking another goroutine
-// for: below it, the wake-up costs more than it saves. Elementwise results do
-// not depend on how the work is split.
-const MinParallel = 1 << 18
+// MinParallel is the least work (elements) split across goroutines, and
+// then only while a helper is awake; WakeParallel is the least work worth
+// waking a sleeping one for (see team.go). Results do not depend on how the
+// work is split.
+const (
+	MinParallel  = 1 << 15
+	WakeParallel = 1 << 20
+)
 
 // flatSeg returns the segment template of n-element operands that are each
 // contiguous or a single broadcast element (see isFlat): no iteration plan
@@ -268,7 +274,7 @@ func (b *Backend) elementwise(k segFunc, ts ...*tensor.Tensor) {
 	}
 	if isFlat(n, ts) {
 		base := flatSeg(n, ts)
-		if n < MinParallel {
+		if !b.split(n) {
 			flatSegs(base, len(ts), 0, n, k)
 		} else {
 			b.flatParallel(k, base, len(ts), n)
@@ -276,7 +282,7 @@ func (b *Backend) elementwise(k segFunc, ts ...*tensor.Tensor) {
 	} else {
 		var it tensor.Iter
 		ops := plan(&it, nil, ts...)
-		if n < MinParallel {
+		if !b.split(n) {
 			segments(&it, &ops, 0, n, k)
 		} else {
 			b.planParallel(k, it, ops, n)
@@ -291,11 +297,11 @@ func (b *Backend) elementwise(k segFunc, ts ...*tensor.Tensor) {
 
 // flatParallel is elementwise's flat path over Chunk-element blocks.
 func (b *Backend) flatParallel(k segFunc, base seg, nops, n int) {
-	b.parallel((n+Chunk-1)/Chunk, func(c int) { flatSegs(base, nops, c*Chunk, min(n, (c+1)*Chunk), k) })
+	b.parallel(n, (n+Chunk-1)/Chunk, func(c int) { flatSegs(base, nops, c*Chunk, min(n, (c+1)*Chunk), k) })
 }
 
 // planParallel is elementwise's strided path over Chunk-element blocks (it
 // takes the Iter by value: the goroutines share a heap copy).
 func (b *Backend) planParallel(k segFunc, it tensor.Iter, ops operands, n int) {
-	b.parallel((n+Chunk-1)/Chunk, func(c int) { segments(&it, &ops, c*Chunk, min(n, (c+1)*Chunk), k) })
+	b.parallel(n, (n+Chunk-1)/Chunk, func(c int) { segments(&it, &ops, c*Chunk, min(n, (c+1)*Chunk), k) })
 }

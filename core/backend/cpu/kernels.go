@@ -720,7 +720,8 @@ func sumAll[A accum](b *Backend, out, a *tensor.Tensor, nz A, store func(dtype.D
 	if n > 0 {
 		r = n / nOut
 	}
-	if n < MinParallel && a.IsContiguous() && reducedLast(out, a) {
+	par := b.split(n)
+	if !par && a.IsContiguous() && reducedLast(out, a) {
 		sumFlat(out, a, r, nz, store)
 		return
 	}
@@ -744,7 +745,6 @@ func sumAll[A accum](b *Backend, out, a *tensor.Tensor, nz A, store func(dtype.D
 	dt := a.Dtype()
 	nb := (r + backend.SumBlock - 1) / backend.SumBlock
 	var partial []A // the block values, when computed in parallel
-	par := n >= MinParallel
 	if par {
 		partial = sumParallel(b, it, ops, dt, nOut*nb, nb, r, nz)
 	}
@@ -817,7 +817,7 @@ func sumParallel[A accum](b *Backend, it tensor.Iter, ops operands, dt dtype.Dty
 	partial := make([]A, units)
 	const unitsPerTask = 32
 	tasks := (units + unitsPerTask - 1) / unitsPerTask
-	b.parallel(tasks, func(t int) {
+	b.parallel(units*backend.SumBlock, tasks, func(t int) {
 		for u := t * unitsPerTask; u < min(units, (t+1)*unitsPerTask); u++ {
 			o, blk := u/max(nb, 1), u%max(nb, 1)
 			start := o*r + blk*backend.SumBlock

@@ -1,0 +1,239 @@
+package cpu
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Parallel work runs on a team: persistent helper goroutines that keep
+// polling for the next job for spinFor after each one, so back-to-back calls
+// on cache-sized tensors get a second core within a fraction of a
+// microsecond. Waking a parked goroutine instead costs the caller ~10 us
+// (a futex wake-up, and on a 2-core machine often a preemption of the caller
+// by the woken thread), more than a 64K-element minimum takes on one core.
+// Hence the rule (Backend.split): work of MinParallel elements or more is
+// split while a helper is awake or was wanted within spinFor (a burst of
+// calls), and a sleeping helper is woken unprompted only from WakeParallel
+// elements, where the wake-up pays for itself.
+//
+// A job's blocks are claimed from the front by the caller and from the back
+// by helpers: in back-to-back calls over the same tensors each core keeps
+// touching the same part (which stays in its own L2 cache), and a helper that
+// arrives late takes only what is left. The caller never waits for a helper
+// to arrive: it closes the job once no block is left and waits only for
+// helpers already inside one. One job runs on the team at a time; a
+// concurrent caller gets fresh goroutines (large work) or runs alone.
+
+// spinFor is how long an idle helper polls for the next job before parking.
+const spinFor = 50 * time.Microsecond
+
+// maxHelpers bounds the team.
+const maxHelpers = 63
+
+// closedBit marks a job closed to new helpers; the bits below count the
+// helpers inside it.
+const closedBit = int64(1) << 62
+
+type job struct {
+	fn       func(i int)
+	claims   atomic.Uint64 // next front block (low 32 bits), end of the unclaimed back (high 32 bits)
+	inside   atomic.Int64  // helpers working on the job, | closedBit once closed
+	helpers  int           // team members allowed to join: index < helpers
+	panicked atomic.Value
+}
+
+func newJob(n, helpers int, fn func(i int)) *job {
+	j := &job{fn: fn, helpers: helpers}
+	j.claims.Store(uint64(n) << 32)
+	return j
+}
+
+// claim takes the next block from the front or the back, or returns -1 once
+// the two ends have met.
+func (j *job) claim(back bool) int {
+	for {
+		v := j.claims.Load()
+		lo, hi := uint32(v), uint32(v>>32)
+		if lo >= hi {
+			return -1
+		}
+		next, i := uint64(hi)<<32|uint64(lo+1), lo
+		if back {
+			next, i = uint64(hi-1)<<32|uint64(lo), hi-1
+		}
+		if j.claims.CompareAndSwap(v, next) {
+			return int(i)
+		}
+	}
+}
+
+// run claims and runs blocks until none are left. A panic is recorded for
+// the caller to re-raise (a helper must survive it), and stops this worker.
+func (j *job) run(back bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.panicked.Store(r)
+		}
+	}()
+	for i := j.claim(back); i >= 0; i = j.claim(back) {
+		j.fn(i)
+	}
+}
+
+// join enters the job unless the caller has closed it.
+func (j *job) join() bool {
+	for {
+		v := j.inside.Load()
+		if v&closedBit != 0 {
+			return false
+		}
+		if j.inside.CompareAndSwap(v, v+1) {
+			return true
+		}
+	}
+}
+
+// help is a helper's whole part in a job.
+func (j *job) help() {
+	if j.join() {
+		j.run(true)
+		j.inside.Add(-1)
+	}
+}
+
+// lead is the caller's part: its blocks from the front, then the close and
+// the wait for helpers inside a block. It re-raises a worker's panic.
+func (j *job) lead() {
+	j.run(false)
+	j.inside.Or(closedBit)
+	// No runtime.Gosched in this wait: on a locked M (every call from C is
+	// one) it hands the P to another thread and sleeps, two futex wake-ups
+	// that cost more than the block being waited for. Only a helper
+	// descheduled inside a block makes the wait long; then yield.
+	var since time.Time
+	for k := 0; j.inside.Load()&^closedBit != 0; k++ {
+		if k&1023 == 1023 {
+			if since.IsZero() {
+				since = time.Now()
+			} else if time.Since(since) > time.Millisecond {
+				runtime.Gosched()
+			}
+		}
+	}
+	if r := j.panicked.Load(); r != nil {
+		panic(r) // on the caller's goroutine, where it can be recovered
+	}
+}
+
+type team struct {
+	busy     sync.Mutex // held by the caller whose job runs on the team
+	grow     sync.Mutex // serialises starting helpers
+	cur      atomic.Pointer[job]
+	seq      atomic.Uint64 // bumped per job
+	size     atomic.Int32  // helpers started
+	lastWant atomic.Int64  // when work last asked to be split (ns since epoch)
+	helpers  [maxHelpers]helper
+}
+
+type helper struct {
+	sleeping atomic.Bool
+	wake     chan struct{}
+}
+
+var (
+	theTeam team
+	epoch   = time.Now()
+)
+
+// nanotime is the team's clock: nanoseconds since epoch, from 1.
+func nanotime() int64 { return int64(time.Since(epoch)) + 1 }
+
+// want records, at time now (nanotime), a request to split work and reports
+// whether a helper is awake or splitting was wanted within spinFor before
+// (so that a burst of calls wakes one, and then keeps it awake).
+func (t *team) want(now int64) bool {
+	prev := t.lastWant.Swap(now)
+	return t.awake() || (prev != 0 && now-prev < int64(spinFor))
+}
+
+// awake reports whether the first helper exists and is not parked.
+func (t *team) awake() bool { return t.size.Load() > 0 && !t.helpers[0].sleeping.Load() }
+
+// start makes sure helpers [0, n) exist.
+func (t *team) start(n int) {
+	if int(t.size.Load()) >= n {
+		return
+	}
+	t.grow.Lock()
+	defer t.grow.Unlock()
+	for i := int(t.size.Load()); i < n; i++ {
+		t.helpers[i].wake = make(chan struct{}, 1)
+		go t.loop(i)
+		t.size.Store(int32(i + 1))
+	}
+}
+
+// loop is helper i: wait for a job, help with it if allowed, repeat.
+func (t *team) loop(i int) {
+	seen := t.seq.Load()
+	for {
+		seen = t.await(i, seen)
+		if j := t.cur.Load(); j != nil && i < j.helpers {
+			j.help()
+		}
+	}
+}
+
+// await returns t.seq once it has moved past seen: polling for spinFor, then
+// parked. Helpers beyond the available cores park at once (polling there
+// would take the caller's core).
+func (t *team) await(i int, seen uint64) uint64 {
+	h := &t.helpers[i]
+	if i < runtime.GOMAXPROCS(0)-1 {
+		deadline := time.Now().Add(spinFor)
+		for k := 0; ; k++ {
+			if s := t.seq.Load(); s != seen {
+				return s
+			}
+			if k&255 == 255 && time.Now().After(deadline) {
+				break
+			}
+		}
+	}
+	for {
+		h.sleeping.Store(true)
+		if s := t.seq.Load(); s != seen { // published before we slept
+			h.sleeping.Store(false)
+			return s
+		}
+		<-h.wake
+		if s := t.seq.Load(); s != seen {
+			return s
+		}
+	}
+}
+
+// tryRun runs job j with up to j.helpers team members, waking sleeping ones,
+// and reports false (running nothing) when the team is busy.
+func (t *team) tryRun(j *job) bool {
+	if !t.busy.TryLock() {
+		return false
+	}
+	defer t.busy.Unlock()
+	defer t.cur.Store(nil)
+	t.start(j.helpers)
+	t.cur.Store(j)
+	t.seq.Add(1)
+	for i := range min(j.helpers, int(t.size.Load())) {
+		if h := &t.helpers[i]; h.sleeping.CompareAndSwap(true, false) {
+			select {
+			case h.wake <- struct{}{}:
+			default: // a wake-up is already pending
+			}
+		}
+	}
+	j.lead()
+	return true
+}
