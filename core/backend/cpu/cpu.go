@@ -1,6 +1,7 @@
 // Package cpu is the fast CPU backend: typed kernels over coalesced strided
 // layouts, a contiguous fast path inside each kernel, and goroutine
-// parallelism over fixed blocks of elements.
+// parallelism over fixed blocks of elements, run by a team of helper
+// goroutines that poll briefly between jobs (team.go).
 //
 // Conventions: results are bit-identical to package ref for every dtype,
 // layout and thread count (NaN payloads of arithmetic ops aside). Work is cut
@@ -89,7 +90,7 @@ func (b *Backend) parallel(work, n int, fn func(i int)) {
 	if theTeam.tryRun(j) {
 		return
 	}
-	if work < WakeParallel {
+	if work < WakeParallel && !b.alwaysSplit.Load() {
 		sequential(n, fn)
 		return
 	}

@@ -817,7 +817,7 @@ func sumParallel[A accum](b *Backend, it tensor.Iter, ops operands, dt dtype.Dty
 	partial := make([]A, units)
 	const unitsPerTask = 32
 	tasks := (units + unitsPerTask - 1) / unitsPerTask
-	b.parallel(units*backend.SumBlock, tasks, func(t int) {
+	b.parallel(units/max(nb, 1)*r, tasks, func(t int) {
 		for u := t * unitsPerTask; u < min(units, (t+1)*unitsPerTask); u++ {
 			o, blk := u/max(nb, 1), u%max(nb, 1)
 			start := o*r + blk*backend.SumBlock

@@ -38,11 +38,15 @@ const closedBit = int64(1) << 62
 
 type job struct {
 	fn       func(i int)
-	claims   atomic.Uint64 // next front block (low 32 bits), end of the unclaimed back (high 32 bits)
-	inside   atomic.Int64  // helpers working on the job, | closedBit once closed
-	helpers  int           // team members allowed to join: index < helpers
-	panicked atomic.Value
+	claims   atomic.Uint64              // next front block (low 32 bits), end of the unclaimed back (high 32 bits)
+	inside   atomic.Int64               // helpers working on the job, | closedBit once closed
+	helpers  int                        // team members allowed to join: index < helpers
+	panicked atomic.Pointer[panicValue] // the first panic of any worker
 }
+
+// panicValue boxes a recovered value (any dynamic type; an atomic.Value
+// would itself panic on a second value of another type).
+type panicValue struct{ v any }
 
 func newJob(n, helpers int, fn func(i int)) *job {
 	j := &job{fn: fn, helpers: helpers}
@@ -69,15 +73,16 @@ func (j *job) claim(back bool) int {
 	}
 }
 
-// run claims and runs blocks until none are left. A panic is recorded for
-// the caller to re-raise (a helper must survive it), and stops this worker.
+// run claims and runs blocks until none are left. A panic is recorded (the
+// first one only) for the caller to re-raise — a helper must survive it —
+// and stops this worker.
 func (j *job) run(back bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			j.panicked.Store(r)
+			j.panicked.CompareAndSwap(nil, &panicValue{r})
 		}
 	}()
-	for i := j.claim(back); i >= 0; i = j.claim(back) {
+	for i := j.claim(back); i >= 0 && j.panicked.Load() == nil; i = j.claim(back) {
 		j.fn(i)
 	}
 }
@@ -95,18 +100,27 @@ func (j *job) join() bool {
 	}
 }
 
-// help is a helper's whole part in a job.
+// help is a helper's whole part in a job. The count is deferred so that even
+// runtime.Goexit inside a block leaves it right.
 func (j *job) help() {
 	if j.join() {
+		defer j.inside.Add(-1)
 		j.run(true)
-		j.inside.Add(-1)
 	}
 }
 
 // lead is the caller's part: its blocks from the front, then the close and
-// the wait for helpers inside a block. It re-raises a worker's panic.
+// the wait for helpers inside a block, deferred so that no way of unwinding
+// (runtime.Goexit included) leaves a helper running fn over the caller's
+// memory. It re-raises the first panic of any worker.
 func (j *job) lead() {
+	defer j.finish()
 	j.run(false)
+}
+
+// finish closes the job to late helpers, waits for those inside it, and
+// re-raises the first panic.
+func (j *job) finish() {
 	j.inside.Or(closedBit)
 	// No runtime.Gosched in this wait: on a locked M (every call from C is
 	// one) it hands the P to another thread and sleeps, two futex wake-ups
@@ -122,8 +136,8 @@ func (j *job) lead() {
 			}
 		}
 	}
-	if r := j.panicked.Load(); r != nil {
-		panic(r) // on the caller's goroutine, where it can be recovered
+	if p := j.panicked.Load(); p != nil {
+		panic(p.v) // on the caller's goroutine, where it can be recovered
 	}
 }
 
@@ -132,13 +146,16 @@ type team struct {
 	grow     sync.Mutex // serialises starting helpers
 	cur      atomic.Pointer[job]
 	seq      atomic.Uint64 // bumped per job
+	width    atomic.Int32  // helpers the latest job allows
 	size     atomic.Int32  // helpers started
-	lastWant atomic.Int64  // when work last asked to be split (ns since epoch)
+	_        [64]byte      // lastWant, swapped per call, off the line helpers poll
+	lastWant atomic.Int64  // when work last asked to be split (nanotime)
 	helpers  [maxHelpers]helper
 }
 
 type helper struct {
 	sleeping atomic.Bool
+	polls    atomic.Int64 // polling phases entered (for tests)
 	wake     chan struct{}
 }
 
@@ -161,7 +178,8 @@ func (t *team) want(now int64) bool {
 // awake reports whether the first helper exists and is not parked.
 func (t *team) awake() bool { return t.size.Load() > 0 && !t.helpers[0].sleeping.Load() }
 
-// start makes sure helpers [0, n) exist.
+// start makes sure helpers [0, n) exist. Called before the job's seq bump:
+// a new helper starts from the seq it was created at, so it sees that job.
 func (t *team) start(n int) {
 	if int(t.size.Load()) >= n {
 		return
@@ -170,28 +188,37 @@ func (t *team) start(n int) {
 	defer t.grow.Unlock()
 	for i := int(t.size.Load()); i < n; i++ {
 		t.helpers[i].wake = make(chan struct{}, 1)
-		go t.loop(i)
+		go t.loop(i, t.seq.Load())
 		t.size.Store(int32(i + 1))
 	}
 }
 
-// loop is helper i: wait for a job, help with it if allowed, repeat.
-func (t *team) loop(i int) {
-	seen := t.seq.Load()
+// loop is helper i: wait for a job after seen, help with it if allowed,
+// repeat. A helper the latest job left out (a narrower backend) goes back to
+// parking at once rather than polling on behalf of jobs it cannot join.
+func (t *team) loop(i int, seen uint64) {
+	// Blocks' panics are recovered in run, so only runtime.Goexit in a block
+	// ends this loop: then a fresh goroutine takes the helper's place.
+	defer func() { go t.loop(i, t.seq.Load()) }()
+	poll := true
 	for {
-		seen = t.await(i, seen)
+		seen = t.await(i, seen, poll)
 		if j := t.cur.Load(); j != nil && i < j.helpers {
 			j.help()
 		}
+		// Poll for the next job if the latest one wanted this helper, even
+		// if it was over before the helper looked.
+		poll = i < int(t.width.Load())
 	}
 }
 
-// await returns t.seq once it has moved past seen: polling for spinFor, then
-// parked. Helpers beyond the available cores park at once (polling there
-// would take the caller's core).
-func (t *team) await(i int, seen uint64) uint64 {
+// await returns t.seq once it has moved past seen: polling for spinFor
+// (when poll), then parked. Helpers beyond the available cores park at once
+// (polling there would take the caller's core).
+func (t *team) await(i int, seen uint64, poll bool) uint64 {
 	h := &t.helpers[i]
-	if i < runtime.GOMAXPROCS(0)-1 {
+	if poll && i < runtime.GOMAXPROCS(0)-1 {
+		h.polls.Add(1)
 		deadline := time.Now().Add(spinFor)
 		for k := 0; ; k++ {
 			if s := t.seq.Load(); s != seen {
@@ -225,6 +252,7 @@ func (t *team) tryRun(j *job) bool {
 	defer t.cur.Store(nil)
 	t.start(j.helpers)
 	t.cur.Store(j)
+	t.width.Store(int32(j.helpers))
 	t.seq.Add(1)
 	for i := range min(j.helpers, int(t.size.Load())) {
 		if h := &t.helpers[i]; h.sleeping.CompareAndSwap(true, false) {

@@ -134,3 +134,144 @@ func TestSplitRule(t *testing.T) {
 		t.Fatal("SetAlwaysSplit(true): no split at MinParallel")
 	}
 }
+
+// waitFor polls cond for up to 5 s (yielding, so it works with GOMAXPROCS=1).
+func waitFor(cond func() bool) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return true
+}
+
+// The caller's block panics while a helper is inside one: parallel must not
+// unwind before the helper is done (it may be writing the caller's memory).
+// Found by review.
+func TestParallelCallerPanicWaitsForHelper(t *testing.T) {
+	b := New(2)
+	var inside, finished atomic.Bool
+	func() {
+		defer func() {
+			if r := recover(); r != "caller" {
+				t.Fatalf("recovered %v, want the caller's panic", r)
+			}
+		}()
+		b.parallel(16*Chunk, 16, func(i int) {
+			switch i {
+			case 0:
+				if !waitFor(inside.Load) {
+					panic("no helper joined")
+				}
+				panic("caller")
+			case 15:
+				inside.Store(true)
+				time.Sleep(20 * time.Millisecond)
+				finished.Store(true)
+			}
+		})
+	}()
+	if !finished.Load() {
+		t.Fatal("parallel unwound while a helper was still inside a block")
+	}
+}
+
+// Panics of different types on the caller and a helper, in both orders: one
+// of them reaches the caller, the process survives, and no block starts after
+// parallel has returned. Found by review (an atomic.Value panicked on the
+// second store).
+func TestParallelPanicsOfDifferentTypes(t *testing.T) {
+	for _, callerFirst := range []bool{true, false} {
+		b := New(2)
+		var first atomic.Bool
+		var returned atomic.Bool
+		var late atomic.Int32
+		func() {
+			defer func() {
+				if r := recover(); r == nil {
+					t.Fatal("no panic reached the caller")
+				}
+			}()
+			b.parallel(64*Chunk, 64, func(i int) {
+				if returned.Load() {
+					late.Add(1)
+				}
+				switch i {
+				case 0: // the caller's first block
+					if callerFirst {
+						first.Store(true)
+						panic("caller")
+					}
+					waitFor(first.Load)
+					panic(fmt.Errorf("caller"))
+				case 63: // the helper's first block
+					if !callerFirst {
+						first.Store(true)
+						panic(fmt.Errorf("helper"))
+					}
+					waitFor(first.Load)
+					time.Sleep(5 * time.Millisecond)
+					panic("helper")
+				}
+			})
+		}()
+		returned.Store(true)
+		time.Sleep(20 * time.Millisecond)
+		if n := late.Load(); n != 0 {
+			t.Fatalf("callerFirst=%v: %d blocks started after parallel returned", callerFirst, n)
+		}
+		countRuns(t, b, 16)
+	}
+}
+
+// runtime.Goexit in a block (t.FailNow in a closure, say) on a helper: the
+// caller still returns, and a fresh helper takes the lost one's place.
+// Found by review (the caller waited forever).
+func TestParallelGoexitInAHelperBlock(t *testing.T) {
+	b := New(2)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var helper atomic.Bool
+		b.parallel(16*Chunk, 16, func(i int) {
+			if i == 0 {
+				waitFor(helper.Load)
+			}
+			if i == 15 {
+				helper.Store(true)
+				runtime.Goexit()
+			}
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("parallel did not return after a helper's block called runtime.Goexit")
+	}
+	TestParallelHelperTakesBlocks(t)
+}
+
+// Helpers a job leaves out (a narrower backend after a wider one) park
+// instead of polling through every job. Found by review.
+func TestHelpersLeftOutOfJobsPark(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	polls := func() int64 { return theTeam.helpers[1].polls.Load() + theTeam.helpers[2].polls.Load() }
+	start := polls()
+	// A wide job slow enough for every helper to join; after it, helpers 1
+	// and 2 poll for the next one.
+	New(4).parallel(64*Chunk, 64, func(int) { time.Sleep(200 * time.Microsecond) })
+	if !waitFor(func() bool { return polls() >= start+2 }) {
+		t.Fatal("helpers 1 and 2 did not poll after a job they joined")
+	}
+	narrow := New(2)
+	before := polls()
+	for range 100 {
+		narrow.parallel(8*Chunk, 8, func(int) {})
+	}
+	// Each may finish the polling phase it was in; none may start another.
+	if got := polls() - before; got > 0 {
+		t.Fatalf("helpers 1 and 2 started %d polling phases during 100 jobs they could not join", got)
+	}
+}
