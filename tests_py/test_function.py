@@ -525,3 +525,51 @@ def test_a_gradient_the_user_holds_becomes_a_separate_grad_tensor() -> None:
     assert not const.requires_grad  # flags of one do not show on the other
     x.grad = None
     np.testing.assert_array_equal(const.numpy(), [2.0, 3.0])  # the user's tensor is intact
+
+
+def _stopped_graph():
+    """A graph whose backward stops at a Python Function (Cube)."""
+    x = pylucid.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    return x, ops.minimum(Cube.apply(x), 100.0).sum()
+
+
+def _live_handles() -> int:
+    import gc
+
+    gc.collect()
+    return int(pylucid._stats()["handles"])
+
+
+@pytest.mark.parametrize("path", ["c", "python"])
+def test_a_stopped_run_dropped_before_it_is_driven_is_released(path: str) -> None:
+    # A KeyboardInterrupt can land between the call that starts a run and the
+    # code that drives it: the run must still be released, with everything it
+    # holds. Both owners hold the handle from the moment the library returns it.
+    import importlib
+
+    autograd = importlib.import_module("pylucid.autograd")
+    hot = importlib.import_module("pylucid.tensor")._hot
+    if path == "c" and hot is None:
+        pytest.skip("ABI mode: no C hot path")
+    x, y = _stopped_graph()
+    before = _live_handles()
+    if path == "c":
+        run = hot.backward_run(y)
+        assert run is not None and run.h > 0
+    else:
+        run = autograd._RunOwner()
+        rc = autograd.lib.lucid_backward_run(autograd.ffi.new("int64_t[]", [y._h]), autograd.ffi.NULL, 1, 0,
+                                            autograd.state.mode, run.buf)
+        assert rc == 0 and run.h > 0
+    assert _live_handles() == before + 1
+    del run  # dropped without being driven
+    assert _live_handles() == before
+    assert x.grad is None  # the run stopped before reaching x
+
+
+def test_a_driven_run_is_closed_once() -> None:
+    x, y = _stopped_graph()
+    before = _live_handles()
+    y.backward()
+    assert _live_handles() == before  # the run is gone (x.grad is held by x, not by a handle)
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 12.0, 27.0])

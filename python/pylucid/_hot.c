@@ -125,6 +125,71 @@ static PyType_Spec tensor_spec = {
     "pylucid._hot.TensorBase", sizeof(TensorBase), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, tensor_slots,
 };
 
+/* Run: owns a backward run handle from the moment the library returns it, so
+ * that nothing (not even a KeyboardInterrupt between two bytecodes) can drop
+ * it without releasing it. close() releases it early; the handle is h. */
+typedef struct {
+    PyObject_HEAD
+    int64_t h;
+} RunObject;
+
+static PyTypeObject *run_type;
+
+static void run_close_handle(RunObject *r) {
+    if (r->h != 0 && !forked) {
+        lucid_release(r->h);
+    }
+    r->h = 0;
+}
+
+static PyObject *run_close(PyObject *self, PyObject *unused) {
+    (void)unused;
+    run_close_handle((RunObject *)self);
+    Py_RETURN_NONE;
+}
+
+static void run_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    run_close_handle((RunObject *)self);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyMemberDef run_members[] = {
+    {"h", T_LONGLONG, offsetof(RunObject, h), READONLY, "the run handle (0 once closed)"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyMethodDef run_methods[] = {
+    {"close", run_close, METH_NOARGS, "Releases the run (idempotent)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot run_slots[] = {
+    {Py_tp_dealloc, (void *)run_dealloc},
+    {Py_tp_members, run_members},
+    {Py_tp_methods, run_methods},
+    {Py_tp_doc, (void *)"A backward run stopped at a Python autograd.Function; released when closed or dropped."},
+    {0, NULL},
+};
+
+static PyType_Spec run_spec = {
+    "pylucid._hot.Run", sizeof(RunObject), 0, Py_TPFLAGS_DEFAULT, run_slots,
+};
+
+/* A new Run owning handle h; on failure h is released. */
+static PyObject *new_run(int64_t h) {
+    allocfunc alloc = (allocfunc)PyType_GetSlot(run_type, Py_tp_alloc);
+    RunObject *r = (RunObject *)alloc(run_type, 0);
+    if (r == NULL) {
+        lucid_release(h);
+        return NULL;
+    }
+    r->h = h;
+    return (PyObject *)r;
+}
+
 /* A new pylucid.Tensor for the result a *_meta call described; it owns the
  * handle from here on (released if anything fails). */
 static PyObject *from_meta(const int64_t *m) {
@@ -297,7 +362,10 @@ static PyObject *hot_backward_run(PyObject *mod, PyObject *t) {
     if (rc) {
         return status_error(rc);
     }
-    return PyLong_FromLongLong(run);
+    if (run == 0) {
+        Py_RETURN_NONE;
+    }
+    return new_run(run);
 }
 
 /* set_grad(t, g): replaces t's gradient by the Tensor g, or clears it (None). */
@@ -381,7 +449,8 @@ static PyMethodDef hot_methods[] = {
      "binary(op, a, b): the op on two Tensors (others: the Python path)."},
     {"reduce_all", hot_reduce_all, METH_VARARGS, "reduce_all(op, a, keepdim): sum/mean over all dims."},
     {"grad", hot_grad, METH_O, "grad(t): the accumulated gradient of t, or None."},
-    {"backward_run", hot_backward_run, METH_O, "backward_run(t): the common backward call; the run handle."},
+    {"backward_run", hot_backward_run, METH_O,
+     "backward_run(t): the common backward call; None, or a Run stopped at a Python Function."},
     {"set_grad", hot_set_grad, METH_VARARGS, "set_grad(t, g): t.grad = g (a Tensor or None)."},
     {"flush", hot_flush, METH_NOARGS, "Releases the handles of dropped tensors waiting in the batch."},
     {"pending", hot_pending, METH_NOARGS, "How many dropped tensors' handles wait in the batch."},
@@ -400,6 +469,14 @@ PyMODINIT_FUNC PyInit__hot(void) {
         return NULL;
     }
     mode_name = PyUnicode_InternFromString("mode");
+    run_type = (PyTypeObject *)PyType_FromSpec(&run_spec);
+    if (run_type == NULL || PyModule_AddObject(m, "Run", (PyObject *)run_type) < 0) {
+        Py_XDECREF(run_type);
+        run_type = NULL;
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(run_type); /* the module's reference was stolen; keep ours */
     PyObject *base = PyType_FromSpec(&tensor_spec);
     if (mode_name == NULL || base == NULL || PyModule_AddObject(m, "TensorBase", base) < 0) {
         Py_XDECREF(base);

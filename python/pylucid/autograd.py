@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
-from typing import Any, Callable, Optional, Sequence, Tuple, TypeVar, Union, cast
+from typing import Any, Callable, Optional, Protocol, Sequence, Tuple, TypeVar, Union, cast
 
 import numpy as np
 
@@ -97,23 +97,61 @@ def _run(roots: list[Tensor], grads: Optional[list[Optional[Tensor]]], inputs: O
         if len(grads) != n:
             raise RuntimeError("grad_tensors has %d entries but there are %d outputs" % (len(grads), n))
         grad_h = ffi.new("int64_t[]", [0 if g is None else g._h for g in grads])
-    run = ffi.new("int64_t*")
+    run = _RunOwner()  # the library writes the handle straight into it
     if inputs is None:
         # backward(): one call runs the whole graph unless it meets a Python Function.
-        rc = lib.lucid_backward_run(root_h, grad_h, n, flags, state.mode, run)
+        rc = lib.lucid_backward_run(root_h, grad_h, n, flags, state.mode, run.buf)
         if rc:
             raise_status(rc)
-        if run[0] == 0:
+        if run.h == 0:
             return []
     else:
         in_h = ffi.new("int64_t[]", [t._h for t in inputs]) if inputs else ffi.NULL
-        rc = lib.lucid_backward_start(root_h, grad_h, n, in_h, len(inputs), flags, state.mode, run)
+        rc = lib.lucid_backward_start(root_h, grad_h, n, in_h, len(inputs), flags, state.mode, run.buf)
         if rc:
             raise_status(rc)
-    return _drive(run[0], inputs, create_graph)
+    return _drive(run, inputs, create_graph)
 
 
-def _drive(run: int, inputs: Optional[list[Tensor]], create_graph: bool) -> list[Optional[Tensor]]:
+class _RunOwner:
+    """Owns a backward run handle from the moment the library writes it into
+    ``buf`` (the C path's ``_hot.Run`` is the same for its calls): a run
+    dropped for any reason, a KeyboardInterrupt between two bytecodes
+    included, is released, never leaked with the gradients it holds."""
+
+    __slots__ = ("buf",)
+
+    def __init__(self) -> None:
+        self.buf = ffi.new("int64_t*")
+
+    @property
+    def h(self) -> int:
+        return int(self.buf[0])
+
+    def close(self) -> None:
+        h = self.buf[0]
+        if h:
+            self.buf[0] = 0
+            if not _lib._forked:
+                lib.lucid_release(h)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+
+class _Run(Protocol):
+    """A started run: _RunOwner, or _hot.Run from the C path."""
+
+    @property
+    def h(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def _drive(run: _Run, inputs: Optional[list[Tensor]], create_graph: bool) -> list[Optional[Tensor]]:
     """Runs a started backward to the end, running Python Functions as the
     engine stops at them, and releases the run."""
     try:
@@ -122,8 +160,9 @@ def _drive(run: int, inputs: Optional[list[Tensor]], create_graph: bool) -> list
         buf = ffi.new("int64_t[]", cap)
         ngrads = ffi.new("int32_t*")
         release = ffi.new("int32_t*")
+        h = run.h
         while True:
-            rc = lib.lucid_backward_next(run, fid, buf, cap, ngrads, release)
+            rc = lib.lucid_backward_next(h, fid, buf, cap, ngrads, release)
             if rc:
                 raise_status(rc)
             if fid[0] == 0:
@@ -135,13 +174,13 @@ def _drive(run: int, inputs: Optional[list[Tensor]], create_graph: bool) -> list
             results = record.run_backward(out_grads, bool(release[0]), create_graph)
             keep = results  # keep the tensors alive across the call
             res_h = ffi.new("int64_t[]", [0 if g is None else g._h for g in keep])
-            rc = lib.lucid_backward_resume(run, res_h, len(keep))
+            rc = lib.lucid_backward_resume(h, res_h, len(keep))
             if rc:
                 raise_status(rc)
         if inputs is None:
             return []
         out = ffi.new("int64_t[]", max(len(inputs), 1))
-        rc = lib.lucid_backward_result(run, out, len(inputs))
+        rc = lib.lucid_backward_result(h, out, len(inputs))
         if rc:
             raise_status(rc)
         res: list[Optional[Tensor]] = []
@@ -149,7 +188,7 @@ def _drive(run: int, inputs: Optional[list[Tensor]], create_graph: bool) -> list
             res.append(from_handle(out[i]) if out[i] else None)
         return res
     finally:
-        lib.lucid_release(run)
+        run.close()
 
 
 def backward(tensors: Union[Tensor, Sequence[Tensor]], grad_tensors: Optional[Sequence[Any]] = None,

@@ -492,24 +492,15 @@ class Tensor(_TensorBase):
             if _lib._forked:
                 _lib.check_fork()
             if _hot is not None and type(self) is Tensor:
-                run_h: int = _hot.backward_run(self)
-                if run_h:  # stopped at a Python autograd.Function: run the rest from Python
+                stopped = _hot.backward_run(self)  # None, or a Run that owns the handle
+                if stopped is not None:  # stopped at a Python autograd.Function: run the rest from Python
                     from .autograd import _drive
 
-                    _drive(run_h, None, False)
+                    _drive(stopped, None, False)
                 return
-            try:
-                root, run = _tls.bw
-            except AttributeError:
-                root, run = _tls.bw = (ffi.new("int64_t[1]"), ffi.new("int64_t*"))
-            root[0] = self._h
-            rc = lib.lucid_backward_run(root, ffi.NULL, 1, 0, state.mode, run)
-            if rc:
-                raise_status(rc)
-            if run[0]:  # stopped at a Python autograd.Function: run the rest from Python
-                from .autograd import _drive
+            from .autograd import _run
 
-                _drive(run[0], None, False)
+            _run([self], None, None, 0, False)
             return
         from .autograd import backward
 
