@@ -29,6 +29,11 @@ import (
 // spinFor is how long an idle helper polls for the next job before parking.
 const spinFor = 50 * time.Microsecond
 
+// yieldAfter is how long the caller waits for helpers inside a block before
+// it starts yielding its CPU (a slow block, such as a strided cast, takes
+// tens of microseconds).
+const yieldAfter = 100 * time.Microsecond
+
 // maxHelpers bounds the team.
 const maxHelpers = 63
 
@@ -122,16 +127,17 @@ func (j *job) lead() {
 // re-raises the first panic.
 func (j *job) finish() {
 	j.inside.Or(closedBit)
-	// No runtime.Gosched in this wait: on a locked M (every call from C is
-	// one) it hands the P to another thread and sleeps, two futex wake-ups
-	// that cost more than the block being waited for. Only a helper
-	// descheduled inside a block makes the wait long; then yield.
+	// No runtime.Gosched in this wait at first: on a locked M (every call
+	// from C is one) it hands the P to another thread and sleeps, two futex
+	// wake-ups that cost more than a block (about a microsecond for 8192
+	// float32s). Only a helper descheduled inside a block, perhaps on this
+	// very CPU, makes the wait long; past yieldAfter, yield the CPU to it.
 	var since time.Time
 	for k := 0; j.inside.Load()&^closedBit != 0; k++ {
 		if k&1023 == 1023 {
 			if since.IsZero() {
 				since = time.Now()
-			} else if time.Since(since) > time.Millisecond {
+			} else if time.Since(since) > yieldAfter {
 				runtime.Gosched()
 			}
 		}
