@@ -60,19 +60,25 @@ def median_time(fn: Callable[[], object], reps: int, warmup: int = 2) -> float:
     return statistics.median(times)
 
 
-def per_call(fn: Callable[[], object], calls: int, rounds: int = 11) -> float:
-    """Median over rounds of the mean time of one call in a round of calls
-    (microsecond-scale timings on a shared machine jump by tens of percent
-    from round to round)."""
-    for _ in range(min(calls, 1000)):
-        fn()
-    best = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(calls):
+def per_call(fns: Dict[str, Callable[[], object]], calls: int, rounds: int = 11) -> Dict[str, float]:
+    """Per-call time of each function: the median over rounds of the mean
+    time of one call in a round of calls (microsecond-scale timings on a
+    shared machine jump by tens of percent from round to round). The
+    functions' rounds are interleaved, so that a slow spell of the machine
+    hits all of them alike and their ratios stay meaningful."""
+    for fn in fns.values():
+        for _ in range(min(calls, 1000)):
             fn()
-        best.append((time.perf_counter() - t0) / calls)
-    return statistics.median(best)
+    times: Dict[str, List[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            for _ in range(min(calls // 20, 50)):  # warm again after the others ran
+                fn()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[name].append((time.perf_counter() - t0) / calls)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 # ---- the computations ----
@@ -215,13 +221,16 @@ def main() -> int:
     a3, b3 = a[: 1 << 16].copy(), b[: 1 << 16].copy()
     o3 = np.empty_like(a3)
     ta3, tb3 = pylucid.from_numpy(a3), pylucid.from_numpy(b3)
-    t_np = per_call(lambda: np.minimum(a3, b3, out=o3), 2000)
-    t_pl = per_call(lambda: ops.minimum(ta3, tb3), 2000)
-    t_new = per_call(lambda: np.minimum(a3, b3), 2000)
-    t_th = None
+    fns: Dict[str, Callable[[], object]] = {
+        "np": lambda: np.minimum(a3, b3, out=o3),
+        "pl": lambda: ops.minimum(ta3, tb3),
+        "new": lambda: np.minimum(a3, b3),
+    }
     if torch is not None:
         pa3, pb3 = torch.from_numpy(a3), torch.from_numpy(b3)
-        t_th = per_call(lambda: torch.minimum(pa3, pb3), 2000)
+        fns["th"] = lambda: torch.minimum(pa3, pb3)
+    t = per_call(fns, 2000)
+    t_np, t_pl, t_new, t_th = t["np"], t["pl"], t["new"], t.get("th")
     row("f32 65536 forward", t_pl, t_np, "<= 1.0x np.minimum(out=)", t_th,
         "%.2fx np.minimum without out=" % (t_pl / t_new))
 
@@ -230,12 +239,12 @@ def main() -> int:
         x = rng.standard_normal(size).astype(np.float32)
         y = rng.standard_normal(size).astype(np.float32)
         tx, ty = pylucid.from_numpy(x), pylucid.from_numpy(y)
-        t_pl = per_call(lambda: ops.minimum(tx, ty), 20000)
-        t_np = per_call(lambda: np.minimum(x, y), 20000)
-        t_th = None
+        fns = {"pl": lambda: ops.minimum(tx, ty), "np": lambda: np.minimum(x, y)}
         if torch is not None:
             px, py = torch.from_numpy(x), torch.from_numpy(y)
-            t_th = per_call(lambda: torch.minimum(px, py), 20000)
+            fns["th"] = lambda: torch.minimum(px, py)
+        t = per_call(fns, 20000)
+        t_pl, t_np, t_th = t["pl"], t["np"], t.get("th")
         row("%d elems forward (per call)" % size, t_pl, t_np, "<= 1.5 us", t_th, "%.2f us" % (t_pl * 1e6))
         lx = pylucid.from_numpy(x, requires_grad=True)
         ly = pylucid.from_numpy(y, requires_grad=True)
@@ -246,13 +255,13 @@ def main() -> int:
             ops.minimum(lx, ly).sum().backward()
             lx.grad, ly.grad
 
-        t_pl = per_call(step, 5000)
-        t_np = per_call(lambda: np_fwd_bwd(x, y), 5000)
-        t_th = None
+        fns = {"pl": step, "np": lambda: np_fwd_bwd(x, y)}
         if torch is not None:
             qx = torch.from_numpy(x).clone().requires_grad_()
             qy = torch.from_numpy(y).clone().requires_grad_()
-            t_th = per_call(lambda: torch_fwd_bwd(qx, qy), 5000)
+            fns["th"] = lambda: torch_fwd_bwd(qx, qy)
+        t = per_call(fns, 5000)
+        t_pl, t_np, t_th = t["pl"], t["np"], t.get("th")
         row("%d elems fwd+bwd+grads (per call)" % size, t_pl, t_np, "<= 8 us", t_th, "%.2f us" % (t_pl * 1e6))
 
     # 7. float16 / bfloat16 2^24 forward + backward vs float32
