@@ -60,24 +60,37 @@ def median_time(fn: Callable[[], object], reps: int, warmup: int = 2) -> float:
     return statistics.median(times)
 
 
-def per_call(fns: Dict[str, Callable[[], object]], calls: int, rounds: int = 11) -> Dict[str, float]:
+def per_call(fns: Dict[str, Callable[[], object]], calls: int, rounds: int = 11,
+             interleave: bool = True) -> Dict[str, float]:
     """Per-call time of each function: the median over rounds of the mean
     time of one call in a round of calls (microsecond-scale timings on a
-    shared machine jump by tens of percent from round to round). The
-    functions' rounds are interleaved, so that a slow spell of the machine
-    hits all of them alike and their ratios stay meaningful."""
-    for fn in fns.values():
+    shared machine jump by tens of percent from round to round).
+
+    With interleave, each round times every function in turn, so that a slow
+    spell of the machine hits all of them alike. Without, each function runs
+    all its rounds back to back: its steady state, which is what a parallel
+    call needs to show (a core that idled while the others ran takes
+    milliseconds to come back up to speed)."""
+    times: Dict[str, List[float]] = {name: [] for name in fns}
+
+    def one_round(name: str, fn: Callable[[], object]) -> None:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times[name].append((time.perf_counter() - t0) / calls)
+
+    for name, fn in fns.items():
         for _ in range(min(calls, 1000)):
             fn()
-    times: Dict[str, List[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            for _ in range(min(calls // 20, 50)):  # warm again after the others ran
-                fn()
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            times[name].append((time.perf_counter() - t0) / calls)
+        if not interleave:
+            for _ in range(rounds):
+                one_round(name, fn)
+    if interleave:
+        for _ in range(rounds):
+            for name, fn in fns.items():
+                for _ in range(min(calls // 20, 50)):  # warm again after the others ran
+                    fn()
+                one_round(name, fn)
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
@@ -229,10 +242,14 @@ def main() -> int:
     if torch is not None:
         pa3, pb3 = torch.from_numpy(a3), torch.from_numpy(b3)
         fns["th"] = lambda: torch.minimum(pa3, pb3)
-    t = per_call(fns, 2000)
+    # Steady state (pylucid splits this size across both cores), and
+    # alternating with NumPy, where pylucid's second core has idled.
+    t = per_call(fns, 2000, interleave=False)
     t_np, t_pl, t_new, t_th = t["np"], t["pl"], t["new"], t.get("th")
+    alt = per_call({"np": fns["np"], "pl": fns["pl"]}, 2000)
     row("f32 65536 forward", t_pl, t_np, "<= 1.0x np.minimum(out=)", t_th,
-        "%.2fx np.minimum without out=" % (t_pl / t_new))
+        "%.2fx np.minimum without out=; %.2fx alternating with NumPy rounds"
+        % (t_pl / t_new, alt["pl"] / alt["np"]))
 
     # 5/6. per-call overhead from Python
     for size in (1, 1000):
