@@ -317,21 +317,34 @@ const (
 
 type blockPool struct {
 	mu    sync.Mutex
-	free  map[int][]unsafe.Pointer // by rounded size
+	small [bits.UintSize][]unsafe.Pointer // power-of-two sizes below smallMax, by log2: no map hashing per call
+	free  map[int][]unsafe.Pointer        // larger sizes, by rounded size
 	bytes int
 }
 
 var pool = blockPool{free: map[int][]unsafe.Pointer{}}
 
+// list returns the free list of a size class.
+func (p *blockPool) list(size int) *[]unsafe.Pointer {
+	if size < smallMax {
+		return &p.small[bits.Len(uint(size))]
+	}
+	l := p.free[size]
+	return &l
+}
+
 func (p *blockPool) get(size int) unsafe.Pointer {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	l := p.free[size]
-	if len(l) == 0 {
+	l := p.list(size)
+	if len(*l) == 0 {
 		return nil
 	}
-	b := l[len(l)-1]
-	p.free[size] = l[:len(l)-1]
+	b := (*l)[len(*l)-1]
+	*l = (*l)[:len(*l)-1]
+	if size >= smallMax {
+		p.free[size] = *l
+	}
 	p.bytes -= size
 	return b
 }
@@ -339,10 +352,14 @@ func (p *blockPool) get(size int) unsafe.Pointer {
 func (p *blockPool) put(b unsafe.Pointer, size int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if size > poolMaxBlock || p.bytes+size > poolCap || (size < smallMax && (len(p.free[size])+1)*size > smallClassBytes) {
+	l := p.list(size)
+	if size > poolMaxBlock || p.bytes+size > poolCap || (size < smallMax && (len(*l)+1)*size > smallClassBytes) {
 		return false
 	}
-	p.free[size] = append(p.free[size], b)
+	*l = append(*l, b)
+	if size >= smallMax {
+		p.free[size] = *l
+	}
 	p.bytes += size
 	return true
 }

@@ -229,7 +229,8 @@ func applyBinary(c *Context, s *binarySpec, a, b *tensor.Tensor) (*tensor.Tensor
 			return nil, err
 		}
 	}
-	shape, err := tensor.BroadcastShapes(a.ShapeRef(), b.ShapeRef())
+	var shapeBuf [tensor.MaxDims]int
+	shape, err := tensor.BroadcastShapesInto(shapeBuf[:], a.ShapeRef(), b.ShapeRef())
 	if err != nil {
 		return nil, errs.Valuef("%s: %w", s.schema.Name, err)
 	}

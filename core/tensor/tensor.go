@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -57,14 +58,16 @@ const MaxDims = 64
 // Numel returns the number of elements of shape, or an error for a negative
 // dim or a count that overflows int64.
 func Numel(shape []int) (int, error) {
+	// Error messages format a copy: formatting shape itself would make it
+	// escape, and every caller's shape buffer with it.
 	if len(shape) > MaxDims {
-		return 0, errs.Valuef("shape %v has %d dims; at most %d are supported", shape, len(shape), MaxDims)
+		return 0, errs.Valuef("shape %v has %d dims; at most %d are supported", slices.Clone(shape), len(shape), MaxDims)
 	}
 	n := uint64(1)
 	overflow := false
 	for _, d := range shape {
 		if d < 0 {
-			return 0, errs.Valuef("negative dimension %d in shape %v", d, shape)
+			return 0, errs.Valuef("negative dimension %d in shape %v", d, slices.Clone(shape))
 		}
 		hi, lo := bits.Mul64(n, uint64(d))
 		if hi != 0 || lo > math.MaxInt64 {
@@ -78,7 +81,7 @@ func Numel(shape []int) (int, error) {
 		}
 	}
 	if overflow {
-		return 0, errs.Valuef("shape %v has more elements than fit in int64", shape)
+		return 0, errs.Valuef("shape %v has more elements than fit in int64", slices.Clone(shape))
 	}
 	return int(n), nil
 }
@@ -117,7 +120,7 @@ func alloc(dt dtype.Dtype, shape []int, zeroed bool) (*Tensor, error) {
 		return nil, err
 	}
 	if n > math.MaxInt64/dt.Size() {
-		return nil, errs.Valuef("shape %v of %v needs more bytes than fit in int64", shape, dt)
+		return nil, errs.Valuef("shape %v of %v needs more bytes than fit in int64", slices.Clone(shape), dt)
 	}
 	s, err := newStorage(n*dt.Size(), zeroed)
 	if err != nil {

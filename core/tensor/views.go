@@ -9,8 +9,15 @@ import (
 // BroadcastShapes returns the NumPy broadcast of shapes a and b, or an error
 // naming both shapes.
 func BroadcastShapes(a, b []int) ([]int, error) {
+	return BroadcastShapesInto(make([]int, max(len(a), len(b))), a, b)
+}
+
+// BroadcastShapesInto is BroadcastShapes writing into out, which must have
+// room for max(len(a), len(b)) dims; it returns out resliced to them. With a
+// stack buffer, an op's result shape costs no allocation.
+func BroadcastShapesInto(out, a, b []int) ([]int, error) {
 	n := max(len(a), len(b))
-	out := make([]int, n)
+	out = out[:n]
 	for i := 1; i <= n; i++ {
 		da, db := 1, 1
 		if i <= len(a) {
