@@ -392,14 +392,24 @@ const goMax = 256
 
 type cAllocator struct{}
 
-func (cAllocator) Alloc(n int, zeroed bool) ([]byte, func(), error) {
+func (a cAllocator) Alloc(n int, zeroed bool) ([]byte, func(), error) {
+	data, goHeap, err := a.AllocBlock(n, zeroed)
+	if err != nil || goHeap {
+		return data, nil, err
+	}
+	return data, func() { a.FreeBlock(data) }, nil
+}
+
+// AllocBlock implements tensor.BlockAllocator: the storage frees the block
+// through FreeBlock, with no closure made per allocation.
+func (cAllocator) AllocBlock(n int, zeroed bool) ([]byte, bool, error) {
 	if n == 0 {
-		return nil, nil, nil
+		return nil, true, nil
 	}
 	if n <= goMax {
 		b := make([]byte, (n+smallAlign-1)&^(smallAlign-1))
 		if uintptr(unsafe.Pointer(&b[0]))%smallAlign == 0 {
-			return b[:n:n], nil, nil
+			return b[:n:n], true, nil
 		}
 	}
 	maybeCollect(int64(n))
@@ -412,7 +422,7 @@ func (cAllocator) Alloc(n int, zeroed bool) ([]byte, func(), error) {
 		}
 		p = C.lucid_c_alloc(C.size_t(size), C.size_t(align), C.int(huge))
 		if p == nil {
-			return nil, nil, fmt.Errorf("out of memory allocating %d bytes", n)
+			return nil, false, fmt.Errorf("out of memory allocating %d bytes", n)
 		}
 	}
 	if zeroed {
@@ -420,17 +430,23 @@ func (cAllocator) Alloc(n int, zeroed bool) ([]byte, func(), error) {
 	}
 	cBytes.Add(int64(n))
 	cBlocks.Add(1)
-	return unsafe.Slice((*byte)(p), n), func() {
-		if poisonFreed {
-			C.memset(p, 0xA5, C.size_t(size)) // LUCID_DEBUG_POISON: make use-after-free visible
-		}
-		if !pool.put(p, size) {
-			C.free(p)
-		}
-		cBytes.Add(-int64(n))
-		cBlocks.Add(-1)
-		noteFreed()
-	}, nil
+	return unsafe.Slice((*byte)(p), n), false, nil
+}
+
+// FreeBlock implements tensor.BlockAllocator: the block goes back to the
+// pool (its size class follows from the length) or to C.
+func (cAllocator) FreeBlock(data []byte) {
+	n := len(data)
+	p, size := unsafe.Pointer(unsafe.SliceData(data)), roundSize(n)
+	if poisonFreed {
+		C.memset(p, 0xA5, C.size_t(size)) // LUCID_DEBUG_POISON: make use-after-free visible
+	}
+	if !pool.put(p, size) {
+		C.free(p)
+	}
+	cBytes.Add(-int64(n))
+	cBlocks.Add(-1)
+	noteFreed()
 }
 
 func init() {

@@ -38,13 +38,20 @@ type Storage struct {
 // ownedMemory frees allocator memory exactly once: early (ReleaseHandle) or
 // from the storage's cleanup, whichever comes first.
 type ownedMemory struct {
-	done atomic.Bool
-	free func()
+	done  atomic.Bool
+	free  func()         // from Allocator.Alloc, or nil with:
+	block BlockAllocator // FreeBlock(data) for memory from AllocBlock
+	data  []byte
 }
 
 func (m *ownedMemory) release() {
 	if m.done.CompareAndSwap(false, true) {
-		m.free()
+		if m.free != nil {
+			m.free()
+		} else {
+			m.block.FreeBlock(m.data)
+		}
+		m.data = nil
 	}
 }
 
@@ -78,6 +85,19 @@ type Allocator interface {
 	// function that frees it. A nil free function means Go heap memory, left
 	// to the garbage collector (and pinned before its address leaves Go).
 	Alloc(nbytes int, zeroed bool) (data []byte, free func(), err error)
+}
+
+// BlockAllocator is an optional capability of an Allocator: memory that
+// FreeBlock takes back, instead of a free function made per allocation (a
+// closure: one more heap allocation on every op).
+type BlockAllocator interface {
+	Allocator
+	// AllocBlock returns nbytes of memory, zero-filled when zeroed is set;
+	// goHeap reports Go heap memory, left to the garbage collector as with
+	// a nil free function from Alloc.
+	AllocBlock(nbytes int, zeroed bool) (data []byte, goHeap bool, err error)
+	// FreeBlock frees memory from AllocBlock, given exactly as returned.
+	FreeBlock(data []byte)
 }
 
 type goAllocator struct{}
@@ -120,16 +140,30 @@ func newStorage(nbytes int, zeroed bool) (*Storage, error) {
 	if nbytes < 0 {
 		return nil, ErrTooLarge
 	}
-	data, free, err := allocator.Load().(allocatorBox).a.Alloc(nbytes, zeroed)
+	var data []byte
+	var owned *ownedMemory // nil: Go heap memory
+	var err error
+	switch a := allocator.Load().(allocatorBox).a.(type) {
+	case BlockAllocator:
+		var goHeap bool
+		if data, goHeap, err = a.AllocBlock(nbytes, zeroed); err == nil && !goHeap {
+			owned = &ownedMemory{block: a, data: data}
+		}
+	default:
+		var free func()
+		if data, free, err = a.Alloc(nbytes, zeroed); err == nil && free != nil {
+			owned = &ownedMemory{free: free}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	if free == nil {
+	if owned == nil {
 		return &Storage{data: data, goMemory: true}, nil
 	}
 	p := new(paddedStorage)
 	s := &p.s
-	s.data, s.owned = data, &ownedMemory{free: free}
+	s.data, s.owned = data, owned
 	if nbytes <= youngBytes {
 		young.add(s)
 	} else {
