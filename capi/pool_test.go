@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"testing"
 	"unsafe"
 )
@@ -44,5 +45,16 @@ func TestBlockPoolClasses(t *testing.T) {
 	}
 	if n != smallClassBytes/small {
 		t.Fatalf("small class took %d blocks, want %d", n, smallClassBytes/small)
+	}
+}
+
+// A request too large for any size class is out of memory, not a panic: its
+// rounded size would overflow to a negative class (found by review).
+func TestHugeRequestsAreOutOfMemory(t *testing.T) {
+	for _, n := range []int{math.MaxInt, math.MaxInt - 100, math.MaxInt - hugeAlign + 1} {
+		data, goHeap, err := cAllocator{}.AllocBlock(n, false)
+		if err == nil || data != nil || goHeap {
+			t.Fatalf("AllocBlock(%d) = %d bytes, %v, %v; want out of memory", n, len(data), goHeap, err)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"os"
 	"runtime"
@@ -411,6 +412,9 @@ func (cAllocator) AllocBlock(n int, zeroed bool) ([]byte, bool, error) {
 		if uintptr(unsafe.Pointer(&b[0]))%smallAlign == 0 {
 			return b[:n:n], true, nil
 		}
+	}
+	if n > math.MaxInt-hugeAlign { // roundSize would overflow (found by review)
+		return nil, false, fmt.Errorf("out of memory allocating %d bytes", n)
 	}
 	maybeCollect(int64(n))
 	size := roundSize(n)

@@ -326,6 +326,17 @@ def test_impossible_allocation_is_an_exception_not_a_crash():
     _assert_works()
 
 
+@pytest.mark.parametrize("nbytes", [2**62, 2**63 - 2**20, 2**63 - 1])
+def test_allocations_near_the_int64_limit_are_out_of_memory(nbytes):
+    # Sizes whose rounding to a block size overflowed gave a Go panic
+    # (index out of range) instead of out of memory (found by review).
+    with pytest.raises((RuntimeError, MemoryError)) as ei:
+        pylucid.zeros((nbytes,), dtype=pylucid.uint8)
+    assert "out of memory" in str(ei.value)
+    assert "panic" not in str(ei.value).lower()
+    _assert_works()
+
+
 # ---- Go panics ----
 
 

@@ -342,8 +342,8 @@ static PyObject *hot_grad(PyObject *mod, PyObject *t) {
 }
 
 /* backward_run(t): lucid_backward_run from t with an implicit gradient, no
- * retained graph; returns the run handle (0 when done, else stopped at a
- * Python Function). The GIL is released for the pass. */
+ * retained graph; returns None when done, else a Run that owns the run
+ * stopped at a Python Function. The GIL is released for the pass. */
 static PyObject *hot_backward_run(PyObject *mod, PyObject *t) {
     (void)mod;
     if (!is_tensor(t)) {

@@ -488,7 +488,7 @@ class Tensor(_TensorBase):
                  create_graph: bool = False) -> None:
         """Accumulates d(self)/d(leaf) into every leaf's ``.grad``."""
         if gradient is None and not retain_graph and not create_graph:
-            # The common call: one C call, with per-thread scratch.
+            # The common call: one C call (in ABI mode, autograd._run).
             if _lib._forked:
                 _lib.check_fork()
             if _hot is not None and type(self) is Tensor:
