@@ -311,6 +311,95 @@ def test_grad_mode_is_per_thread():
     assert seen["grad"] is not None and seen["grad"].name() == "MinimumBackward"
 
 
+def _two_threads_share_one_manager(cm, enter, a_mode, b_mode, read):
+    """Thread A (state a_mode) enters cm, then thread B (state b_mode) enters
+    the same object; A exits while B is inside, then B exits. Each thread
+    must end with the state it had (docs/autograd.md: grad mode is per
+    thread). The order is fixed by events, not by timing."""
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def a():
+        enter(a_mode)
+        with cm:
+            a_in.set()
+            assert b_in.wait(30)
+        seen["a"] = read()
+        a_out.set()
+
+    def b():
+        enter(b_mode)
+        assert a_in.wait(30)
+        with cm:
+            b_in.set()
+            assert a_out.wait(30)
+            seen["b_inside"] = read()
+        seen["b"] = read()
+
+    _run_threads(lambda f: f(), [(a,), (b,)])
+    assert seen["a"] == a_mode, seen
+    assert seen["b"] == b_mode, seen
+    return seen
+
+
+@pytest.mark.parametrize("kind", ["no_grad", "enable_grad", "set_grad_enabled"])
+def test_one_grad_mode_object_entered_by_two_threads(kind):
+    outer = pylucid.is_grad_enabled()
+    if kind == "no_grad":
+        cm, inside, a_mode = pylucid.no_grad(), False, True
+    elif kind == "enable_grad":
+        cm, inside, a_mode = pylucid.enable_grad(), True, False
+    else:
+        cm, inside, a_mode = pylucid.set_grad_enabled(False), False, True
+        pylucid.set_grad_enabled(outer)  # the constructor switched this thread
+    assert pylucid.is_grad_enabled() == outer
+    seen = _two_threads_share_one_manager(cm, pylucid.set_grad_enabled, a_mode, not a_mode,
+                                          pylucid.is_grad_enabled)
+    assert seen["b_inside"] == inside
+    assert pylucid.is_grad_enabled() == outer  # this thread was never touched
+
+
+def test_one_autocast_object_entered_by_two_threads():
+    cm = pylucid.autocast(dtype=pylucid.bfloat16)
+
+    def enter(on):
+        if on:
+            pylucid.autocast(dtype=pylucid.float16).__enter__()  # this worker thread ends with it on
+
+    def read():
+        return pylucid.get_autocast_dtype() is pylucid.float16
+
+    seen = _two_threads_share_one_manager(cm, enter, True, False, read)
+    assert seen["b_inside"] is False  # bfloat16 inside, not float16
+    assert pylucid.get_autocast_dtype() is None
+
+
+def test_set_grad_enabled_call_context_manager_and_decorator():
+    assert pylucid.is_grad_enabled()
+    pylucid.set_grad_enabled(False)
+    assert not pylucid.is_grad_enabled()
+    pylucid.set_grad_enabled(True)
+    assert pylucid.is_grad_enabled()
+    with pylucid.set_grad_enabled(False):
+        assert not pylucid.is_grad_enabled()
+        with pylucid.set_grad_enabled(True):
+            assert pylucid.is_grad_enabled()
+        assert not pylucid.is_grad_enabled()
+    assert pylucid.is_grad_enabled()
+
+    @pylucid.set_grad_enabled(False)
+    def f():
+        return pylucid.is_grad_enabled()
+
+    assert pylucid.is_grad_enabled()  # decorating switches nothing
+    assert f() is False
+    assert pylucid.is_grad_enabled()
+    with pytest.raises(ZeroDivisionError):
+        with pylucid.set_grad_enabled(False):
+            1 / 0
+    assert pylucid.is_grad_enabled()  # restored on errors too
+
+
 # ---- number of threads ----
 
 

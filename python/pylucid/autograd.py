@@ -17,7 +17,8 @@ import numpy as np
 
 from . import _lib
 from ._lib import ffi, lib, raise_status
-from ._state import MODE_GRAD, is_grad_enabled, set_grad_enabled, state
+from ._state import MODE_GRAD, is_grad_enabled, state
+from ._state import set_grad_enabled as _set_grad
 from .tensor import Tensor, as_tensor, from_handle, functions, zeros
 
 __all__ = [
@@ -38,26 +39,40 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _GradMode:
+    """Grad mode as a context manager and decorator. Grad mode is per thread,
+    and one object may be entered by several threads at once (or nested on
+    one): the states it saves are kept per thread, so each thread's exit
+    restores what that thread had."""
+
     _enabled = True
 
     def __init__(self) -> None:
-        self._prev: list[int] = []
+        self._tls = threading.local()
+
+    def _stack(self) -> list[int]:
+        stack: Optional[list[int]] = getattr(self._tls, "stack", None)
+        if stack is None:
+            stack = self._tls.stack = []
+        return stack
 
     def __enter__(self) -> None:
-        self._prev.append(state.mode)
-        set_grad_enabled(self._enabled)
+        self._stack().append(state.mode)
+        _set_grad(self._enabled)
 
     def __exit__(self, *exc: Any) -> None:
-        prev = self._prev.pop()
+        prev = self._stack().pop()
         state.mode = (state.mode & ~MODE_GRAD) | (prev & MODE_GRAD)
 
     def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self.__class__():
+            with self._fresh():
                 return fn(*args, **kwargs)
 
         return cast(F, wrapper)
+
+    def _fresh(self) -> "_GradMode":
+        return self.__class__()
 
 
 class no_grad(_GradMode):
@@ -70,6 +85,42 @@ class enable_grad(_GradMode):
     """Context manager (and decorator): ops record the graph on this thread."""
 
     _enabled = True
+
+
+class set_grad_enabled(_GradMode):
+    """Turns graph recording on or off for this thread, at once (as PyTorch's
+    ``set_grad_enabled``). Used as a context manager or decorator, it restores
+    the calling thread's previous state on exit."""
+
+    def __init__(self, mode: bool) -> None:
+        super().__init__()
+        self._enabled = bool(mode)
+        # The state before this call, restored by the first `with` on this
+        # thread (`with set_grad_enabled(False):` has already switched).
+        self._tls.before = state.mode
+        _set_grad(self._enabled)
+
+    def __enter__(self) -> None:
+        before: Optional[int] = getattr(self._tls, "before", None)
+        if before is None:
+            before = state.mode
+        else:
+            self._tls.before = None
+        self._stack().append(before)
+        _set_grad(self._enabled)
+
+    def __call__(self, fn: F) -> F:
+        # As a decorator the call itself must not switch the mode.
+        before: Optional[int] = getattr(self._tls, "before", None)
+        if before is not None:
+            self._tls.before = None
+            state.mode = (state.mode & ~MODE_GRAD) | (before & MODE_GRAD)
+        return super().__call__(fn)
+
+    def _fresh(self) -> "_GradMode":
+        fresh = _GradMode()
+        fresh._enabled = self._enabled
+        return fresh
 
 
 _FLAG_RETAIN, _FLAG_CREATE, _FLAG_ALLOW_UNUSED = 1, 2, 4
@@ -263,7 +314,7 @@ class _FunctionRecord:
             raise RuntimeError(_RETAIN_MESSAGE)
         full = [g if g is not None else zeros(shape, dt) for g, (shape, dt) in zip(grads, self.out_meta)]
         prev = state.mode
-        set_grad_enabled(create_graph)
+        _set_grad(create_graph)
         try:
             res = self.cls.backward(self.ctx, *full)
         finally:
