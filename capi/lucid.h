@@ -280,6 +280,11 @@ int lucid_schemas(char *buf, size_t n, size_t *needed);
  * be called from any thread and needs no lock. */
 int lucid_dlpack_export(int64_t h, int32_t versioned, int32_t copied, void **managed);
 
+/* Test hook: from now on, every op and backward call waits on entry until
+ * `want` calls have arrived, or for at most wait_ms (want <= 0: no waiting).
+ * *met and *timed_out (either may be NULL) receive the counts of the hook
+ * this call replaces: calls that met the others, and calls that gave up. */
+int lucid_debug_gate(int32_t want, int32_t wait_ms, int64_t *met, int64_t *timed_out);
 /* Test hook: panics inside Go; must come back as LUCID_EPANIC. */
 int lucid_debug_panic(void);
 /* Starts a Go CPU profile into path, or stops it when path is NULL. */

@@ -487,6 +487,7 @@ func opCall(mode C.int32_t, out *C.lucid_tensor_info, hs []C.int64_t,
 
 // binaryOp runs op on the tensors behind handles a and b.
 func binaryOp(op C.int32_t, a, b C.int64_t, mode C.int32_t) (*tensor.Tensor, error) {
+	gateEnter()
 	c, err := contextOf(mode)
 	if err != nil {
 		return nil, err
@@ -539,6 +540,7 @@ func lucid_unary(op C.int32_t, a C.int64_t, mode C.int32_t, out *C.lucid_tensor_
 // reduceOp runs reduction op over dims (ndims < 0: all dims) of a.
 func reduceOp(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, keepdim C.int32_t,
 	mode C.int32_t) (*tensor.Tensor, error) {
+	gateEnter()
 	c, err := contextOf(mode)
 	if err != nil {
 		return nil, err
@@ -612,6 +614,7 @@ type backwardRun struct {
 
 func startRun(roots, grads *C.int64_t, n C.int32_t, inputs *C.int64_t, ninputs C.int32_t,
 	flags C.int32_t, mode C.int32_t) (*autograd.Run, error) {
+	gateEnter()
 	c, err := contextOf(mode)
 	if err != nil {
 		return nil, err
@@ -904,6 +907,27 @@ func lucid_schemas(buf *C.char, n C.size_t, needed *C.size_t) C.int {
 			*needed = C.size_t(len(b) + 1)
 		}
 		copyString(string(b), buf, n)
+		return nil
+	})
+}
+
+//export lucid_debug_gate
+func lucid_debug_gate(want C.int32_t, waitMs C.int32_t, met, timedOut *C.int64_t) C.int {
+	return call(func() error {
+		if waitMs < 0 {
+			return errs.Valuef("negative wait %d ms", int(waitMs))
+		}
+		old := setGate(int(want), time.Duration(waitMs)*time.Millisecond)
+		var m, t int64
+		if old != nil {
+			m, t = old.counts()
+		}
+		if met != nil {
+			*met = C.int64_t(m)
+		}
+		if timedOut != nil {
+			*timedOut = C.int64_t(t)
+		}
 		return nil
 	})
 }
