@@ -259,6 +259,11 @@ int lucid_backward_result(int64_t run, int64_t *grads, int32_t n);
 int lucid_function_record(const char *name, int64_t id, const int64_t *inputs, int32_t ninputs,
                           const int64_t *outputs, int32_t noutputs);
 
+/* *id: the id of the host-defined function whose output tensor h is (0: none);
+ * *sole: 1 when h is the only way left to reach that call (no other handle of
+ * its outputs, no graph edge, node handle or run), so that the host may free
+ * the call's state with h's owner (a cycle through it). */
+int lucid_function_owner(int64_t h, int64_t *id, int32_t *sole);
 /* Pops up to cap released tokens (buffers) or function ids from a queue. */
 int lucid_drain(int32_t queue, int64_t *items, int32_t cap, int32_t *count);
 /* Counters: see LUCID_STAT_*. */

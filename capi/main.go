@@ -372,6 +372,7 @@ func lucid_set_grad(h C.int64_t, g C.int64_t) C.int {
 		if gt.Dtype() != t.Dtype() {
 			return errs.Typef("assigned grad has dtype %v but the tensor has dtype %v", gt.Dtype(), t.Dtype())
 		}
+		autograd.MarkKept(gt)
 		t.SetGrad(gt)
 		return nil
 	})
@@ -400,8 +401,8 @@ func lucid_grad_fn(h C.int64_t, node *C.int64_t) C.int {
 		}
 		fn, _ := t.GradFn()
 		*node = 0
-		if fn != nil {
-			*node = C.int64_t(handles.putShared(fn))
+		if n := autograd.NodeOf(fn); n != nil {
+			*node = C.int64_t(handles.putShared(n))
 		}
 		return nil
 	})
@@ -722,6 +723,7 @@ func lucid_backward_next(h C.int64_t, function *C.int64_t, grads *C.int64_t, cap
 		for i, g := range p.Grads {
 			out[i] = 0
 			if g != nil {
+				autograd.MarkKept(g) // a second handle: see lucid_function_owner
 				out[i] = C.int64_t(handles.put(g))
 			}
 		}
@@ -740,6 +742,9 @@ func lucid_backward_resume(h C.int64_t, grads *C.int64_t, n C.int32_t) C.int {
 		gs, err := getTensors(grads, int(n), true)
 		if err != nil {
 			return err
+		}
+		for _, g := range gs {
+			autograd.MarkKept(g) // the run keeps it
 		}
 		return r.run.Resume(gs)
 	})
@@ -760,6 +765,7 @@ func lucid_backward_result(h C.int64_t, grads *C.int64_t, n C.int32_t) C.int {
 		for i, g := range res {
 			out[i] = 0
 			if g != nil {
+				autograd.MarkKept(g) // a second handle: see lucid_function_owner
 				out[i] = C.int64_t(handles.put(g))
 			}
 		}
@@ -788,17 +794,66 @@ func lucid_function_record(name *C.char, id C.int64_t, inputs *C.int64_t, ninput
 			edges[i] = autograd.EdgeOf(t)
 			metas[i] = autograd.InputMeta{Shape: t.Shape(), Dtype: t.Dtype()}
 		}
-		node := autograd.NewExternal(C.GoString(name), int64(id), edges, metas, len(outs))
+		fn := autograd.NewExternalFn(C.GoString(name), int64(id), edges, metas, len(outs))
 		fid := int64(id)
-		runtime.AddCleanup(node, func(fid int64) { functionQueue.push(fid) }, fid)
+		runtime.AddCleanup(fn, func(fid int64) { functionQueue.push(fid) }, fid)
+		owners := unsafe.Slice(outputs, len(outs))
 		for i, o := range outs {
 			if !o.IsLeaf() {
 				return errs.Valuef("output %d of %s already has a grad_fn; return new tensors from forward", i, C.GoString(name))
 			}
+		}
+		for i, o := range outs {
 			if o.Dtype().IsFloat() {
-				o.SetGradFn(node, i)
+				fn.Owners = append(fn.Owners, int64(owners[i]))
+				o.SetGradFn(fn, i)
 			}
 		}
+		return nil
+	})
+}
+
+// lucid_function_owner says whether the tensor behind h is the only way to
+// reach the host function call that produced it, and gives that call's id
+// (0: h is not a function's output). Only then may the host let its
+// collector free the call's state together with h's owner: no other handle
+// of its outputs is live, no output was kept by Go elsewhere, and no graph
+// edge, node handle or run refers to the call's node (once a collection
+// found the node unreachable; until then the answer is no).
+//
+//export lucid_function_owner
+func lucid_function_owner(h C.int64_t, id *C.int64_t, sole *C.int32_t) C.int {
+	return call(func() error {
+		if id == nil || sole == nil {
+			return errs.Valuef("NULL output pointer")
+		}
+		*id, *sole = 0, 0
+		o, ok := handles.get(int64(h))
+		if !ok {
+			return nil
+		}
+		t, ok := o.(*tensor.Tensor)
+		if !ok {
+			return nil
+		}
+		fn, _ := t.GradFn()
+		f, ok := fn.(*autograd.ExternalFn)
+		if !ok {
+			return nil
+		}
+		*id = C.int64_t(f.ID)
+		if f.Escaped() || f.InGraph() {
+			return nil
+		}
+		mine := false
+		for _, oh := range f.Owners {
+			if oh == int64(h) {
+				mine = true
+			} else if _, live := handles.get(oh); live {
+				return nil
+			}
+		}
+		*sole = boolInt(mine)
 		return nil
 	})
 }

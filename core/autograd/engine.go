@@ -571,6 +571,7 @@ func (r *Run) accumulate(leaf *tensor.Tensor, g *tensor.Tensor) error {
 			return err
 		}
 		if swapped {
+			MarkKept(next) // a host function's output now sits in a .grad slot
 			r.holds = append(r.holds, hold)
 			r.own(hold)
 			return nil

@@ -25,6 +25,8 @@ package autograd
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
+	"weak"
 
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/tensor"
@@ -129,7 +131,7 @@ func EdgeOf(t *tensor.Tensor) Edge {
 		return Edge{} // a nil tensor is not part of any graph
 	}
 	if fn, nr := t.GradFn(); fn != nil {
-		if n, ok := fn.(Node); ok {
+		if n := NodeOf(fn); n != nil {
 			return Edge{Node: n, Output: nr}
 		}
 	}
@@ -146,33 +148,112 @@ type InputMeta struct {
 }
 
 // ExternalNode is a node whose backward runs outside Go. The engine stops at
-// it (see Run.Next) instead of calling Apply.
+// it (see Run.Next) instead of calling Apply. Its data is an ExternalFn,
+// which may outlive it (see ExternalFn).
 type ExternalNode struct {
+	*ExternalFn
+}
+
+// ExternalFn is a host function call: the name, the host's id, the input
+// edges and metas. NewExternal gives a node that is its own graph identity.
+// A host that must know whether anything besides its outputs still refers
+// to the call (to let its own collector free a reference cycle through the
+// call's state) makes the outputs' grad_fn the ExternalFn itself
+// (NewExternalFn): graph edges, node handles and runs then refer to an
+// ExternalNode made on demand (Node), which the ExternalFn holds only
+// weakly, so InGraph says whether any of them is still reachable.
+type ExternalFn struct {
 	name    string
 	ID      int64 // the host's identifier for its backward function
 	edges   []Edge
 	inputs  []InputMeta
 	outputs int
 	Saved
+	// Owners are the host's handles of the outputs at record time, for the
+	// host's bookkeeping; the engine never reads them.
+	Owners []int64
+
+	mu      sync.Mutex
+	node    weak.Pointer[ExternalNode]
+	escaped atomic.Bool
 }
 
 // NewExternal returns an external node named name with the host's id, one
 // edge and meta per input, and nOutputs outputs.
 func NewExternal(name string, id int64, edges []Edge, inputs []InputMeta, nOutputs int) *ExternalNode {
-	return &ExternalNode{name: name, ID: id, edges: edges, inputs: inputs, outputs: nOutputs}
+	return &ExternalNode{NewExternalFn(name, id, edges, inputs, nOutputs)}
+}
+
+// NewExternalFn returns the data of an external call, to be the grad_fn of
+// its outputs (see ExternalFn).
+func NewExternalFn(name string, id int64, edges []Edge, inputs []InputMeta, nOutputs int) *ExternalFn {
+	return &ExternalFn{name: name, ID: id, edges: edges, inputs: inputs, outputs: nOutputs}
 }
 
 // Name returns the node's name (the Python class name plus "Backward").
-func (n *ExternalNode) Name() string { return n.name }
+func (f *ExternalFn) Name() string { return f.name }
 
 // Next returns the node's input edges.
-func (n *ExternalNode) Next() []Edge { return n.edges }
+func (f *ExternalFn) Next() []Edge { return f.edges }
 
 // NumOutputs returns the number of outputs of the forward call.
-func (n *ExternalNode) NumOutputs() int { return n.outputs }
+func (f *ExternalFn) NumOutputs() int { return f.outputs }
 
 // Inputs returns the shape and dtype of every input.
-func (n *ExternalNode) Inputs() []InputMeta { return n.inputs }
+func (f *ExternalFn) Inputs() []InputMeta { return f.inputs }
+
+// Node returns the call's graph node: the live one, or a new one when none
+// is reachable any more.
+func (f *ExternalFn) Node() *ExternalNode {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := f.node.Value(); n != nil {
+		return n
+	}
+	n := &ExternalNode{f}
+	f.node = weak.Make(n)
+	return n
+}
+
+// InGraph reports whether the call's graph node may still be reachable (from
+// another node's edge, a node handle or a run). It turns false only after a
+// collection found the node unreachable.
+func (f *ExternalFn) InGraph() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.node.Value() != nil
+}
+
+// Escaped reports whether an output was ever kept by Go beyond the handles
+// it was recorded with (see MarkKept).
+func (f *ExternalFn) Escaped() bool { return f.escaped.Load() }
+
+// MarkKept notes that t is kept somewhere other than its handles (a .grad
+// slot, a run's buffers) or handed out again: if t is the output of an
+// external call, that call's state must then stay with Go (Escaped).
+func MarkKept(t *tensor.Tensor) {
+	if t == nil {
+		return
+	}
+	if fn, _ := t.GradFn(); fn != nil {
+		if f, ok := fn.(*ExternalFn); ok {
+			f.escaped.Store(true)
+		}
+	}
+}
+
+// NodeOf returns the graph node of a tensor's grad_fn (nil for none).
+func NodeOf(fn tensor.GradNode) Node {
+	switch n := fn.(type) {
+	case nil:
+		return nil
+	case *ExternalFn:
+		return n.Node()
+	case Node:
+		return n
+	}
+	return nil
+}
 
 // Apply returns an error: external nodes are run by the host.
 func (n *ExternalNode) Apply([]*tensor.Tensor, bool) ([]*tensor.Tensor, error) {

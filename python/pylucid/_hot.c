@@ -33,7 +33,15 @@ typedef struct {
     PyObject *dtype;
     PyObject *shape;
     char rg;
+    PyObject *fn; /* the autograd.Function record whose output this is, or NULL */
+    unsigned long long fn_epoch; /* the collection fn_sole was found in */
+    int fn_sole;
 } TensorBase;
+
+/* Bumped as each collection starts (gc_started): a tensor gives the same
+ * answer to every traversal of one collection, even if another thread
+ * changes the graph meanwhile. */
+static unsigned long long gc_epoch = 1;
 
 /* Registered by init(). */
 static PyTypeObject *tensor_type;  /* pylucid.Tensor (a subclass of TensorBase) */
@@ -45,6 +53,7 @@ static PyObject *raise_status;     /* raise_status(rc): raises the library's err
 static PyObject *drain;            /* drain(): forget what the library handed back */
 static PyObject *fallback_binary;  /* binary(op, a, b) in Python */
 static PyObject *fallback_reduce;  /* reduce(op, a, None, keepdim) in Python */
+static PyObject *pinned;           /* dict: function id -> record kept for the library (set_pinned) */
 
 static volatile int forked;
 
@@ -85,9 +94,69 @@ static int batchable(TensorBase *t) {
     return n <= 4096;
 }
 
-static void tensor_dealloc(PyObject *self) {
+/* A Function's outputs own its record (t->fn), so that Python's collector
+ * sees a cycle through it (docs/autograd.md): t's traverse visits the record
+ * while t is the only way left to reach the function's graph node. When t
+ * lets go of it and is not the only way, the record is pinned in the dict
+ * until the library reports the node gone (drain). */
+static int sole_owner(TensorBase *t, int64_t *id) {
+    int32_t sole = 0;
+    *id = 0;
+    if (t->h == 0 || forked || lucid_function_owner(t->h, id, &sole) != 0) {
+        return 0;
+    }
+    return sole;
+}
+
+static void drop_fn(TensorBase *t) {
+    PyObject *fn = t->fn;
+    if (fn == NULL) {
+        return;
+    }
+    t->fn = NULL;
+    int64_t id;
+    if (!sole_owner(t, &id) && id != 0 && pinned != NULL) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb); /* may run in a deallocator while an exception is set */
+        PyObject *key = PyLong_FromLongLong(id);
+        if (key == NULL || PyDict_SetItem(pinned, key, fn) < 0) {
+            /* No memory to pin it: keep the record forever rather than
+             * free what the library may still need. */
+            Py_INCREF(fn);
+            PyErr_Clear();
+        }
+        Py_XDECREF(key);
+        PyErr_Restore(type, value, tb);
+    }
+    Py_DECREF(fn);
+}
+
+static int tensor_traverse(PyObject *self, visitproc visit, void *arg) {
     TensorBase *t = (TensorBase *)self;
-    PyTypeObject *tp = Py_TYPE(self);
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(t->dtype);
+    Py_VISIT(t->shape);
+    if (t->fn != NULL) {
+        if (t->fn_epoch != gc_epoch) {
+            int64_t id;
+            t->fn_sole = sole_owner(t, &id);
+            t->fn_epoch = gc_epoch;
+        }
+        if (t->fn_sole) {
+            Py_VISIT(t->fn);
+        }
+    }
+    return 0;
+}
+
+static int tensor_clear(PyObject *self) {
+    drop_fn((TensorBase *)self);
+    return 0;
+}
+
+/* Releases t's handle as a dropped tensor's: small graph-free ones in the batch. */
+static void release_handle(TensorBase *t) {
+    drop_fn(t);
     if (t->h != 0 && !forked) {
         if (batchable(t)) {
             dead[ndead++] = t->h;
@@ -99,6 +168,13 @@ static void tensor_dealloc(PyObject *self) {
         }
     }
     t->h = 0;
+}
+
+static void tensor_dealloc(PyObject *self) {
+    TensorBase *t = (TensorBase *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    release_handle(t);
     Py_CLEAR(t->dtype);
     Py_CLEAR(t->shape);
     freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
@@ -111,18 +187,22 @@ static PyMemberDef tensor_members[] = {
     {"_dtype", T_OBJECT_EX, offsetof(TensorBase, dtype), 0, "the pylucid.dtype"},
     {"_shape", T_OBJECT_EX, offsetof(TensorBase, shape), 0, "the shape, a tuple"},
     {"_rg", T_BOOL, offsetof(TensorBase, rg), 0, "requires_grad"},
+    {"_fn", T_OBJECT, offsetof(TensorBase, fn), 0, "the autograd.Function record this tensor is an output of"},
     {NULL, 0, 0, 0, NULL},
 };
 
 static PyType_Slot tensor_slots[] = {
     {Py_tp_dealloc, (void *)tensor_dealloc},
+    {Py_tp_traverse, (void *)tensor_traverse},
+    {Py_tp_clear, (void *)tensor_clear},
     {Py_tp_members, tensor_members},
     {Py_tp_doc, (void *)"The C part of pylucid.Tensor: its fields and the release of its handle."},
     {0, NULL},
 };
 
 static PyType_Spec tensor_spec = {
-    "pylucid._hot.TensorBase", sizeof(TensorBase), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, tensor_slots,
+    "pylucid._hot.TensorBase", sizeof(TensorBase), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    tensor_slots,
 };
 
 /* Run: owns a backward run handle from the moment the library returns it, so
@@ -400,6 +480,39 @@ static PyObject *hot_pending(PyObject *mod, PyObject *unused) {
     return PyLong_FromLong(ndead);
 }
 
+/* set_pinned(d): the dict in which records still needed by the library wait. */
+static PyObject *hot_set_pinned(PyObject *mod, PyObject *d) {
+    (void)mod;
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "set_pinned() expects a dict");
+        return NULL;
+    }
+    PyObject *old = pinned;
+    Py_INCREF(d);
+    pinned = d;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
+static PyObject *hot_gc_started(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    gc_epoch++;
+    Py_RETURN_NONE;
+}
+
+/* release(t): lets go of t's handle (and Function record) as dropping t
+ * would, leaving t empty (_h == 0). */
+static PyObject *hot_release(PyObject *mod, PyObject *t) {
+    (void)mod;
+    if (tensor_type == NULL || !PyObject_TypeCheck(t, tensor_type)) {
+        PyErr_SetString(PyExc_TypeError, "release() expects a pylucid.Tensor");
+        return NULL;
+    }
+    release_handle((TensorBase *)t);
+    Py_RETURN_NONE;
+}
+
 static PyObject *hot_mark_forked(PyObject *mod, PyObject *unused) {
     (void)mod;
     (void)unused;
@@ -454,6 +567,9 @@ static PyMethodDef hot_methods[] = {
     {"set_grad", hot_set_grad, METH_VARARGS, "set_grad(t, g): t.grad = g (a Tensor or None)."},
     {"flush", hot_flush, METH_NOARGS, "Releases the handles of dropped tensors waiting in the batch."},
     {"pending", hot_pending, METH_NOARGS, "How many dropped tensors' handles wait in the batch."},
+    {"gc_started", hot_gc_started, METH_NOARGS, "Called as each collection starts (gc.callbacks)."},
+    {"set_pinned", hot_set_pinned, METH_O, "set_pinned(d): where records the library may still need wait."},
+    {"release", hot_release, METH_O, "release(t): lets go of t's handle as dropping t would (t._h becomes 0)."},
     {"mark_forked", hot_mark_forked, METH_NOARGS, "Stops all calls into the library (this is a forked child)."},
     {NULL, NULL, 0, NULL},
 };

@@ -19,7 +19,7 @@ from . import _lib
 from ._lib import ffi, lib, raise_status
 from ._state import MODE_GRAD, is_grad_enabled, state
 from ._state import set_grad_enabled as _set_grad
-from .tensor import Tensor, as_tensor, from_handle, functions, zeros
+from .tensor import Tensor, _hot, as_tensor, from_handle, functions, records, zeros
 
 __all__ = [
     "backward",
@@ -219,7 +219,7 @@ def _drive(run: _Run, inputs: Optional[list[Tensor]], create_graph: bool) -> lis
             if fid[0] == 0:
                 break
             out_grads = [from_handle(buf[i]) if buf[i] else None for i in range(ngrads[0])]
-            record = functions.get(fid[0])
+            record = records.get(fid[0])
             if record is None:
                 raise RuntimeError("autograd.Function node %d is no longer known" % fid[0])
             results = record.run_backward(out_grads, bool(release[0]), create_graph)
@@ -299,7 +299,7 @@ class FunctionCtx:
 class _FunctionRecord:
     """What the engine needs to run one Function call's backward."""
 
-    __slots__ = ("cls", "ctx", "tensor_positions", "nargs", "out_meta")
+    __slots__ = ("cls", "ctx", "tensor_positions", "nargs", "out_meta", "__weakref__")
 
     def __init__(self, cls: "type[Function]", ctx: FunctionCtx, tensor_positions: list[int], nargs: int,
                  out_meta: list[Tuple[Tuple[int, ...], Any]]) -> None:
@@ -375,7 +375,10 @@ class Function:
             ins = [args[i] for i in positions]
             with _function_lock:
                 fid = next(_function_ids)
-            functions[fid] = _FunctionRecord(cls, ctx, positions, len(args), [(o.shape, o.dtype) for o in outs])
+            record = _FunctionRecord(cls, ctx, positions, len(args), [(o.shape, o.dtype) for o in outs])
+            records[fid] = record
+            if _hot is None:
+                functions[fid] = record  # no owner field on the outputs: kept until the node is gone
             in_h = ffi.new("int64_t[]", [t._h for t in ins])
             out_h = ffi.new("int64_t[]", [t._h for t in outs])
             rc = lib.lucid_function_record((cls.__name__ + "Backward").encode(), fid, in_h, len(ins), out_h,
@@ -385,6 +388,8 @@ class Function:
                 raise_status(rc)
             for o in outs:
                 o._rg = o.dtype.is_floating_point
+                if o._rg and _hot is not None:
+                    o._fn = record  # the outputs own the record (see tensor.records)
         return outs[0] if single else tuple(outs)
 
 

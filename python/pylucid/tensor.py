@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -47,8 +49,13 @@ _tokens = itertools.count(1)
 _drain_lock = threading.Lock()
 _drain_buf = ffi.new("int64_t[]", 256)
 _drain_count = ffi.new("int32_t*")
-# Python autograd.Function records by id, dropped when their graph node is gone
-# (filled by autograd.py).
+# Python autograd.Function records (filled by autograd.py). Every live record
+# is in `records`, by id; a Function's output tensors own its record (their
+# `_fn`), so that Python's collector sees a reference cycle through it
+# (docs/autograd.md). `functions` keeps the records the library may still
+# need although no output owns them any more, until it reports the graph node
+# gone (drain). Without _hot, every record waits there.
+records: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
 functions: dict[int, Any] = {}
 
 
@@ -368,9 +375,14 @@ class Tensor(_TensorBase):
     _dtype: dtype
     _shape: Tuple[int, ...]
     _rg: bool
+    _fn: Any  # with _hot: the autograd.Function record this tensor is an output of
 
     def __init__(self, data: Any, dtype: Optional[DTypeLike] = None, requires_grad: bool = False) -> None:
         t = tensor(data, dtype=dtype, requires_grad=requires_grad)
+        if getattr(self, "_h", 0):
+            # Initialised again: the old tensor is let go as if dropped (its
+            # graph and .grad stay with whatever still refers to them).
+            _release(self)
         # take over t's handle
         self._h, self._dtype, self._shape, self._rg = t._h, t._dtype, t._shape, t._rg
         t._h = 0
@@ -783,12 +795,30 @@ def _reraise_interrupt() -> None:
         raise KeyboardInterrupt
 
 
+def _release(t: Tensor) -> None:
+    """Lets go of t's handle as dropping t would; t._h becomes 0."""
+    if _hot is not None:
+        _hot.release(t)
+        return
+    h, t._h = t._h, 0
+    if h and not _lib._forked:
+        _lucid_release(h)
+
+
+def _gc_phase(phase: str, info: dict[str, Any]) -> None:
+    if phase == "start":
+        _hot_gc_started()
+
+
 binary: Callable[[int, Any, Any], Tensor]
 if _hot is not None:
     _hot.init(Tensor, tuple(BY_CODE.get(i) for i in range(256)), state, raise_status, drain, _py_binary, _py_reduce)
+    _hot.set_pinned(functions)
     binary = _hot.binary
     _hot_reduce_all = _hot.reduce_all
     _hot_grad = _hot.grad
+    _hot_gc_started = _hot.gc_started
+    gc.callbacks.append(_gc_phase)  # each collection sees one answer per tensor (_hot.c)
 else:
     binary = _py_binary
     setattr(Tensor, "__del__", _py_del)
