@@ -321,6 +321,44 @@ func dtIsNaNBits(f *dtHalfFmt, h uint16) bool {
 	return h&0x7fff > f.infBits
 }
 
+// NaN bits, restated from NumPy's halffloat.c (npy_floatbits_to_halfbits,
+// npy_doublebits_to_halfbits, npy_halfbits_to_floatbits/_doublebits) and
+// Eigen's bfloat16 (ml_dtypes): the exact patterns a conversion must give.
+// TestHalfNaNBitsMatchNumPyAndMLDtypes checks them against those libraries'
+// own output.
+func dtNaNWiden(f *dtHalfFmt, h uint16) (uint32, uint64) {
+	s := uint64(h >> 15)
+	if f == dtF16 {
+		m := uint64(h & 0x3ff)
+		return uint32(s<<31 | 0xff<<23 | m<<13), s<<63 | 0x7ff<<52 | m<<42
+	}
+	return uint32(h) << 16, s<<63 | 0x7ff8<<48 | uint64(h&0x7f)<<45
+}
+
+func dtNaNFrom32(f *dtHalfFmt, b uint32) uint16 {
+	s := uint16(b>>31) << 15
+	if f == dtBF16 {
+		return s | 0x7fc0
+	}
+	top := uint16((b & 0x7fffff) >> 13)
+	if top == 0 {
+		top = 1
+	}
+	return s | 0x7c00 | top
+}
+
+func dtNaNFrom64(f *dtHalfFmt, b uint64) uint16 {
+	s := uint16(b>>63) << 15
+	if f == dtBF16 {
+		return s | 0x7fc0
+	}
+	top := uint16((b & (1<<52 - 1)) >> 42)
+	if top == 0 {
+		top = 1
+	}
+	return s | 0x7c00 | top
+}
+
 // --------------------------------------------------------------- conversions
 
 func TestDtypeHalfWidenExhaustive(t *testing.T) {
@@ -332,20 +370,11 @@ func TestDtypeHalfWidenExhaustive(t *testing.T) {
 				want := dtDecode(f, h)
 				w64, w32 := f.toF64(h), f.toF32(h)
 				if math.IsNaN(want) {
-					if !math.IsNaN(w64) || !math.IsNaN(float64(w32)) {
+					// sign and payload exactly as NumPy / ml_dtypes widen them
+					r32, r64 := dtNaNWiden(f, h)
+					if b32, b64 := math.Float32bits(w32), math.Float64bits(w64); b32 != r32 || b64 != r64 {
 						bad++
-						t.Errorf("%s %#04x: NaN widened to %v / %v", f.name, h, w64, w32)
-					}
-					// sign kept
-					if math.Signbit(w64) != (h&0x8000 != 0) || math.Signbit(float64(w32)) != (h&0x8000 != 0) {
-						bad++
-						t.Errorf("%s %#04x: NaN sign lost", f.name, h)
-					}
-					// quiet, and the float32 and float64 paths agree bit for
-					// bit (the cpu backend widens to float32, ref to float64)
-					if b32 := math.Float32bits(w32); b32&(1<<22) == 0 || b32 != math.Float32bits(float32(w64)) {
-						bad++
-						t.Errorf("%s NaN %#04x: float32 widening %#08x, via float64 %#08x", f.name, h, b32, math.Float32bits(float32(w64)))
+						t.Errorf("%s NaN %#04x widened to %#08x / %#016x, want %#08x / %#016x", f.name, h, b32, b64, r32, r64)
 					}
 					continue
 				}
@@ -376,20 +405,16 @@ func TestDtypeHalfRoundTripExhaustive(t *testing.T) {
 				back64 := f.fromF64(f.toF64(h))
 				back32 := f.fromF32(f.toF32(h))
 				if dtIsNaNBits(f, h) {
-					// NaN stays NaN, with its sign, quiet, and both paths agree
-					for _, b := range []uint16{back64, back32} {
-						if !dtIsNaNBits(f, b) || b&0x8000 != h&0x8000 {
-							bad++
-							t.Errorf("%s NaN %#04x came back as %#04x", f.name, h, b)
-						}
-						if b&(1<<(f.mant-1)) == 0 {
-							bad++
-							t.Errorf("%s NaN %#04x came back without the quiet bit: %#04x", f.name, h, b)
-						}
+					// float16 NaNs come back bit for bit (NumPy keeps the
+					// payload both ways); bfloat16 NaNs come back as ±0x7fc0
+					// (ml_dtypes narrows every NaN to it)
+					want := h
+					if f == dtBF16 {
+						want = h&0x8000 | 0x7fc0
 					}
-					if back64 != back32 {
+					if back64 != want || back32 != want {
 						bad++
-						t.Errorf("%s NaN %#04x: float64 path %#04x, float32 path %#04x", f.name, h, back64, back32)
+						t.Errorf("%s NaN %#04x came back as %#04x (f64) / %#04x (f32), want %#04x", f.name, h, back64, back32, want)
 					}
 				} else if back64 != h || back32 != h {
 					bad++
@@ -549,9 +574,14 @@ func TestDtypeHalfRoundingRandom(t *testing.T) {
 				x32 := math.Float32frombits(rng.Uint32())
 				v := float64(x32)
 				if math.IsNaN(v) {
-					got := f.fromF32(x32)
-					require.True(t, dtIsNaNBits(f, got), "NaN %#x narrowed to %#04x", math.Float32bits(x32), got)
-					require.Equal(t, f.fromF64(v), got, "NaN %#x: float32 and float64 paths differ", math.Float32bits(x32))
+					b := math.Float32bits(x32)
+					require.Equal(t, dtNaNFrom32(f, b), f.fromF32(x32), "%s from float32 NaN %#x", f.name, b)
+					// float64(x32) is quiet (hardware conversion): the float64 rule applies to its bits
+					require.Equal(t, dtNaNFrom64(f, math.Float64bits(v)), f.fromF64(v), "%s from float64 NaN %#x", f.name, math.Float64bits(v))
+					b64 := rng.Uint64() | 0x7ff<<52 // any float64 NaN (or ±Inf when the mantissa is 0)
+					if x := math.Float64frombits(b64); math.IsNaN(x) {
+						require.Equal(t, dtNaNFrom64(f, b64), f.fromF64(x), "%s from float64 NaN %#x", f.name, b64)
+					}
 					continue
 				}
 				require.Equal(t, dtRoundRef(f, v), f.fromF32(x32), "%s from float32 %v (%#x)", f.name, x32, math.Float32bits(x32))
@@ -571,8 +601,8 @@ func TestDtypeBFloat16FromFloat32Structured(t *testing.T) {
 			x := math.Float32frombits(b)
 			got := dtype.Float32ToBFloat16(x)
 			if math.IsNaN(float64(x)) {
-				if !dtIsNaNBits(dtBF16, got) || got&0x8000 != uint16(hi)&0x8000 {
-					t.Fatalf("NaN %#08x narrowed to %#04x", b, got)
+				if want := dtNaNFrom32(dtBF16, b); got != want {
+					t.Fatalf("NaN %#08x narrowed to %#04x, want %#04x", b, got, want)
 				}
 				continue
 			}

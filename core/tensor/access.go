@@ -25,6 +25,31 @@ func LoadFloat64(dt dtype.Dtype, p unsafe.Pointer) float64 {
 	return float64(LoadInt64(dt, p))
 }
 
+// CastFloat converts the float element at src (dtype id) to dtype od at dst:
+// exact when widening, rounded once to nearest even when narrowing, NaN bits
+// as NumPy and ml_dtypes give them (see dtype's half.go and docs/dtypes.md).
+// Both backends cast floats through it.
+func CastFloat(od, id dtype.Dtype, dst, src unsafe.Pointer) {
+	switch {
+	case od == id:
+		copy(unsafe.Slice((*byte)(dst), od.Size()), unsafe.Slice((*byte)(src), id.Size()))
+	case id == dtype.Float32 && od == dtype.Float16:
+		*(*uint16)(dst) = dtype.Float32ToFloat16(*(*float32)(src))
+	case id == dtype.Float32 && od == dtype.BFloat16:
+		*(*uint16)(dst) = dtype.Float32ToBFloat16(*(*float32)(src))
+	case id == dtype.Float16 && od == dtype.Float32:
+		*(*float32)(dst) = dtype.Float16ToFloat32(*(*uint16)(src))
+	case id == dtype.BFloat16 && od == dtype.Float32:
+		*(*float32)(dst) = dtype.BFloat16ToFloat32(*(*uint16)(src))
+	case id == dtype.Float16 && od == dtype.BFloat16:
+		*(*uint16)(dst) = dtype.Float16ToBFloat16(*(*uint16)(src))
+	case id == dtype.BFloat16 && od == dtype.Float16:
+		*(*uint16)(dst) = dtype.BFloat16ToFloat16(*(*uint16)(src))
+	default: // float64 on one side (or float32 to float64): through float64 is exact there
+		StoreFloat64(od, dst, LoadFloat64(id, src))
+	}
+}
+
 // LoadInt64 reads an integer or bool element at p (floats truncate toward zero).
 func LoadInt64(dt dtype.Dtype, p unsafe.Pointer) int64 {
 	switch dt {

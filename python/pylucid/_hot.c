@@ -86,12 +86,16 @@ static int batchable(TensorBase *t) {
     if (nd != 1) {
         return 0;
     }
-    long long n = PyLong_AsLongLong(PyTuple_GetItem(t->shape, 0));
-    if (n == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
+    /* Never touches the error indicator: a tensor may be dropped while an
+     * exception is being raised (its own dims are exact ints, so nothing here
+     * can fail). */
+    PyObject *d = PyTuple_GetItem(t->shape, 0);
+    if (d == NULL || !PyLong_Check(d)) {
         return 0;
     }
-    return n <= 4096;
+    int overflow = 0;
+    long long n = PyLong_AsLongLongAndOverflow(d, &overflow);
+    return overflow == 0 && n <= 4096;
 }
 
 /* A Function's outputs own its record (t->fn), so that Python's collector
@@ -527,6 +531,61 @@ static void set_ref(PyObject **slot, PyObject *v) {
     Py_XDECREF(old);
 }
 
+/* ---- DLPack capsules (python/pylucid/dlpack.py) ----
+ * The destructor of a capsule pylucid produced. A consumer that took the
+ * managed tensor renamed the capsule "used_..." and calls its deleter
+ * itself; otherwise nobody took it and it is deleted here (DLPack: the
+ * producer's capsule destructor does that). It runs whenever the capsule is
+ * dropped, often while the consumer is raising an exception (NumPy rejecting
+ * a dtype, say): the error indicator is saved and restored around the work,
+ * so that exception reaches the caller unchanged (docs/errors.md). */
+static void dlpack_delete(void *p, int versioned) {
+    if (versioned) {
+        DLManagedTensorVersioned *m = (DLManagedTensorVersioned *)p;
+        if (m != NULL && m->deleter != NULL) {
+            m->deleter(m);
+        }
+    } else {
+        DLManagedTensor *m = (DLManagedTensor *)p;
+        if (m != NULL && m->deleter != NULL) {
+            m->deleter(m);
+        }
+    }
+}
+
+static void dlpack_capsule_destructor(PyObject *capsule) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+        dlpack_delete(PyCapsule_GetPointer(capsule, "dltensor_versioned"), 1);
+    } else if (PyCapsule_IsValid(capsule, "dltensor")) {
+        dlpack_delete(PyCapsule_GetPointer(capsule, "dltensor"), 0);
+    }
+    PyErr_Restore(type, value, tb);
+}
+
+/* dlpack_capsule(managed, versioned): the capsule owning the managed tensor
+ * at address managed (from lucid_dlpack_export); on failure the managed
+ * tensor is deleted. */
+static PyObject *hot_dlpack_capsule(PyObject *mod, PyObject *args) {
+    (void)mod;
+    unsigned long long addr;
+    int versioned;
+    if (!PyArg_ParseTuple(args, "Kp", &addr, &versioned)) {
+        return NULL;
+    }
+    void *p = (void *)(uintptr_t)addr;
+    if (p == NULL) {
+        PyErr_SetString(PyExc_ValueError, "dlpack_capsule: NULL managed tensor");
+        return NULL;
+    }
+    PyObject *c = PyCapsule_New(p, versioned ? "dltensor_versioned" : "dltensor", dlpack_capsule_destructor);
+    if (c == NULL) {
+        dlpack_delete(p, versioned);
+    }
+    return c;
+}
+
 /* init(tensor_type, by_code, state, raise_status, drain, fallback_binary, fallback_reduce) */
 static PyObject *hot_init(PyObject *mod, PyObject *args) {
     (void)mod;
@@ -571,6 +630,8 @@ static PyMethodDef hot_methods[] = {
     {"set_pinned", hot_set_pinned, METH_O, "set_pinned(d): where records the library may still need wait."},
     {"release", hot_release, METH_O, "release(t): lets go of t's handle as dropping t would (t._h becomes 0)."},
     {"mark_forked", hot_mark_forked, METH_NOARGS, "Stops all calls into the library (this is a forked child)."},
+    {"dlpack_capsule", hot_dlpack_capsule, METH_VARARGS,
+     "dlpack_capsule(managed, versioned): a DLPack capsule owning the managed tensor at that address."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -31,7 +31,7 @@ import numpy as np
 from . import _lib
 from ._lib import ffi, lib, raise_status
 from .dtypes import ALL, bfloat16, bool_, dtype, float16, float32, float64, int8, int16, int32, int64, uint8
-from .tensor import Releaser, Tensor, _borrowed, _copy, _info, _tokens, _wrap, from_numpy
+from .tensor import Releaser, Tensor, _borrowed, _copy, _hot, _info, _tokens, _wrap, from_numpy
 
 __all__ = ["from_dlpack", "to_dlpack", "DLPACK_VERSION", "KDL_CPU"]
 
@@ -98,6 +98,9 @@ def _destroy_capsule(capsule: Optional[int]) -> None:
     # Runs when a capsule we produced is collected. A consumer renamed it to
     # "used_..." and owns the managed tensor; otherwise nobody took it and we
     # delete it here (DLPack: the producer's capsule destructor does that).
+    # Only without the C extension (ABI mode): a Python callback cannot keep
+    # an exception the consumer is raising while it drops the capsule, which
+    # _hot.dlpack_capsule's C destructor does.
     try:
         for name, versioned in ((_VERSIONED, True), (_LEGACY, False)):
             if _raw_is_valid(capsule, name):
@@ -153,6 +156,8 @@ def to_dlpack(t: Tensor, *, stream: Any = None, max_version: Optional[Tuple[int,
     if rc:
         raise BufferError(_lib.error_message())
     ptr = int(ffi.cast("uintptr_t", out[0]))
+    if _hot is not None:
+        return _hot.dlpack_capsule(ptr, versioned)  # deletes the managed tensor itself on failure
     try:
         return _capsule_new(ptr, _VERSIONED if versioned else _LEGACY, _DESTRUCTOR_PTR)
     except BaseException:

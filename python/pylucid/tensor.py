@@ -520,7 +520,9 @@ class Tensor(_TensorBase):
                  create_graph=create_graph)
 
     # ---- NumPy ----
-    def _array_interface(self) -> dict[str, Any]:
+    def _array_interface(self, typestr: Optional[str] = None) -> dict[str, Any]:
+        """The NumPy array interface of this tensor's memory; with ``typestr``,
+        seen as that type instead (of the same item size)."""
         info = self._meta()
         nd = info.ndim
         isz = self._dtype.itemsize
@@ -528,8 +530,8 @@ class Tensor(_TensorBase):
             "version": 3,
             "shape": self._shape,
             "strides": tuple(s * isz for s in ffi.unpack(info.strides, nd)) if nd else None,
-            "typestr": self._dtype.numpy_dtype.str,
-            "descr": self._dtype.numpy_dtype.descr,
+            "typestr": typestr or self._dtype.numpy_dtype.str,
+            "descr": [("", typestr)] if typestr else self._dtype.numpy_dtype.descr,
             "data": (int(ffi.cast("uintptr_t", info.data)), bool(info.readonly)),
         }
 
@@ -573,15 +575,9 @@ class Tensor(_TensorBase):
         return float(self.item())
 
     def __repr__(self) -> str:
-        try:
-            body = np.array2string(self.detach().numpy(), separator=", ")
-        except TypeError:
-            body = "..."
-        extra = ", dtype=%r" % self._dtype
-        if self._rg:
-            fn = self.grad_fn
-            extra += ", grad_fn=<%s>" % fn.name() if fn is not None else ", requires_grad=True"
-        return "tensor(%s%s)" % (body, extra)
+        from ._repr import tensor_repr
+
+        return tensor_repr(self)
 
     def __iter__(self) -> Iterator[Any]:
         raise TypeError("iteration over a pylucid Tensor is not supported; use .numpy()")
@@ -598,14 +594,14 @@ class Tensor(_TensorBase):
         return out
 
     def __reduce__(self) -> Any:
-        """Pickles (and copy.copy) by value: the data as a NumPy array
-        (bfloat16 as its exact float32 values) and the requires_grad flag."""
+        """Pickles (and copy.copy) by value, every bit kept (NaN payloads and
+        -0.0 included): the data as a NumPy array (bfloat16 as its raw bits,
+        uint16, so no ml_dtypes is needed) and the requires_grad flag."""
         if not self.is_leaf:
             raise RuntimeError("Can't pickle a Tensor that is not a graph leaf; use .detach() first")
         src = self.detach()
-        if self._dtype.code == 8:  # bfloat16: NumPy has no dtype for it without ml_dtypes
-            src = src.to(float32)
-        return (_rebuild, (np.array(src.numpy(), copy=True), self._dtype.name, self._rg))
+        values = _raw_bits(src) if self._dtype.code == 8 else src.numpy()
+        return (_rebuild, (np.array(values, copy=True), self._dtype.name, self._rg))
 
     # ---- ops ----
     def to(self, dtype: DTypeLike) -> "Tensor":
@@ -824,6 +820,21 @@ else:
     setattr(Tensor, "__del__", _py_del)
 
 
+def _raw_bits(t: Tensor) -> np.ndarray:
+    """A NumPy view of t's elements as unsigned integers of its item size:
+    their raw bits (any dtype, bfloat16 without ml_dtypes)."""
+    ut = np.dtype("u%d" % t.dtype.itemsize)
+    if t.numel() == 0:
+        return np.empty(t.shape, dtype=ut)
+    return np.asarray(_ArrayHolder(t, t._array_interface(ut.str)))
+
+
 def _rebuild(values: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
     """Unpickles a Tensor (see Tensor.__reduce__)."""
+    if dtype_name == "bfloat16" and values.dtype == np.uint16:  # raw bits
+        out = zeros(values.shape, dtype=dtype_name)
+        np.copyto(_raw_bits(out), values)
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
     return tensor(values, dtype=dtype_name, requires_grad=requires_grad)

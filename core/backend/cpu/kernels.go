@@ -555,9 +555,12 @@ func castNative[S, D native](s seg) {
 func castElem(od, id dtype.Dtype) segFunc {
 	return func(s seg) {
 		for i := 0; i < s.n; i++ {
-			if id.IsFloat() {
+			switch {
+			case id.IsFloat() && od.IsFloat():
+				tensor.CastFloat(od, id, s.at(0, i), s.at(1, i))
+			case id.IsFloat():
 				tensor.StoreFloat64(od, s.at(0, i), tensor.LoadFloat64(id, s.at(1, i)))
-			} else {
+			default:
 				tensor.StoreInt64(od, s.at(0, i), tensor.LoadInt64(id, s.at(1, i)))
 			}
 		}

@@ -413,28 +413,23 @@ var (
 	u32x7fff  = archsimd.BroadcastUint32x8(0x7fff)
 	u32x8000  = archsimd.BroadcastUint32x8(0x8000)
 	u32x7bff  = archsimd.BroadcastUint32x8(0x7bff)
-	u32x7c00  = archsimd.BroadcastUint32x8(0x7c00)
-	u32x7f80  = archsimd.BroadcastUint32x8(0x7f80)
 	u32expAll = archsimd.BroadcastUint32x8(0x7f800000)
-	u32quiet  = archsimd.BroadcastUint32x8(0x00400000)
 )
 
 // widenF16 converts 8 float16 bit patterns to float32 exactly, as
-// dtype.Float16ToFloat32 does (NaN quietened, payload kept).
+// dtype.Float16ToFloat32 does (a NaN keeps its sign and payload).
 func widenF16(h archsimd.Uint32x8) archsimd.Float32x8 {
 	em := h.And(u32x7fff)
 	sign := h.And(u32x8000).ShiftAllLeft(16)
 	finite := em.ShiftAllLeft(13).AsFloat32x8().Mul(two112).AsUint32x8() // normals and subnormals
 	special := em.ShiftAllLeft(13).Or(u32expAll)
-	special = special.Or(u32quiet).Merge(special, em.Greater(u32x7c00))
 	return special.Merge(finite, em.Greater(u32x7bff)).Or(sign).AsFloat32x8()
 }
 
 // widenBF16 converts 8 bfloat16 bit patterns to float32, as
-// dtype.BFloat16ToFloat32 does (NaN quietened).
+// dtype.BFloat16ToFloat32 does (the bits shifted up).
 func widenBF16(h archsimd.Uint32x8) archsimd.Float32x8 {
-	w := h.ShiftAllLeft(16)
-	return w.Or(u32quiet).Merge(w, h.And(u32x7fff).Greater(u32x7f80)).AsFloat32x8()
+	return h.ShiftAllLeft(16).AsFloat32x8()
 }
 
 func simdLanesHalf(lanes *[8]float32, p unsafe.Pointer, n int, widen func(archsimd.Uint32x8) archsimd.Float32x8) (done int) {

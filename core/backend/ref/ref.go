@@ -138,9 +138,12 @@ func (Backend) Cast(out, a *tensor.Tensor) error {
 		return err
 	}
 	for i := 0; i < out.Numel(); i++ {
-		if a.Dtype().IsFloat() {
+		switch {
+		case a.Dtype().IsFloat() && out.Dtype().IsFloat():
+			tensor.CastFloat(out.Dtype(), a.Dtype(), out.ElementPointer(i), a.ElementPointer(i))
+		case a.Dtype().IsFloat():
 			tensor.StoreFloat64(out.Dtype(), out.ElementPointer(i), tensor.LoadFloat64(a.Dtype(), a.ElementPointer(i)))
-		} else {
+		default:
 			tensor.StoreInt64(out.Dtype(), out.ElementPointer(i), tensor.LoadInt64(a.Dtype(), a.ElementPointer(i)))
 		}
 	}
