@@ -97,7 +97,9 @@ def exact_array(data: Any, want: Optional[dtype]) -> Tuple[np.ndarray, dtype]:
         elif isinstance(v, (float, np.floating)):
             has_float = True
         else:
-            raise TypeError("pylucid does not support %s values in tensor data" % type(v).__name__)
+            raise TypeError(
+                "pylucid does not support NumPy dtype object (object): the data holds a %s" % type(v).__name__
+            )
     target = want if want is not None else (float32 if has_float else int64 if has_int else bool_)
     if target.is_floating_point:
         vals = [

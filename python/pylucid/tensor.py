@@ -197,7 +197,7 @@ def _scalar(x: Union[bool, int, float]) -> "Tensor":
     if isinstance(x, bool):
         rc = lib.lucid_scalar(1, 0.0, 1 if x else 0, info)
     elif isinstance(x, int):
-        if _scalars.INT64_MIN <= x <= _scalars.INT64_MAX:
+        if _INT64_MIN <= x <= _INT64_MAX:
             rc = lib.lucid_scalar_int(x, 0, info)
         else:
             m, exp = _scalars.int_parts(x)
@@ -207,6 +207,9 @@ def _scalar(x: Union[bool, int, float]) -> "Tensor":
     if rc:
         raise_status(rc)
     return _wrap(info)
+
+
+_INT64_MIN, _INT64_MAX = _scalars.INT64_MIN, _scalars.INT64_MAX
 
 
 def _operand(x: Any) -> "Tensor":
