@@ -5,7 +5,8 @@
  * Conventions
  *  - Every function is prefixed lucid_ and returns a status code: LUCID_OK (0)
  *    or the kind of error (LUCID_EVALUE, LUCID_ETYPE, LUCID_ERUNTIME,
- *    LUCID_EPANIC). After a non-zero status, lucid_errmsg on the same thread
+ *    LUCID_EPANIC, LUCID_EOVERFLOW: a host integer out of range for a
+ *    result dtype). After a non-zero status, lucid_errmsg on the same thread
  *    returns the message.
  *  - Go objects cross the boundary only as int64 handles (tensors, autograd
  *    nodes, backward runs). A handle is released with lucid_release; 0 is
@@ -37,6 +38,7 @@
 #define LUCID_ETYPE 2
 #define LUCID_ERUNTIME 3
 #define LUCID_EPANIC 4
+#define LUCID_EOVERFLOW 5
 
 /* dtypes (values of core/dtype.Dtype) */
 #define LUCID_BOOL 1
@@ -195,6 +197,15 @@ int lucid_tensor_borrow(void *base, int64_t nbytes, int32_t dtype, int32_t ndim,
 /* A 0-d "wrapped number" (a host-language scalar: weak in promotion). For
  * integer and bool dtypes ivalue is used, else fvalue. */
 int lucid_scalar(int32_t dtype, double fvalue, int64_t ivalue, lucid_tensor_info *out);
+/* A 0-d wrapped host integer (weak in promotion) whose value is
+ * value * 2**exp. exp is 0 for an integer that fits int64; a larger one
+ * passes its top 62 bits in value (the lowest bit set when any dropped bit
+ * is) and the number of dropped bits in exp. The binary ops convert it to
+ * their result dtype exactly: an integer dtype that cannot hold it fails with
+ * LUCID_EOVERFLOW, a float dtype rounds it to nearest even (to +-Inf past
+ * float16/bfloat16/float32; LUCID_EOVERFLOW past float64). Other functions
+ * see only value, so pass one with exp > 0 to the binary ops alone. */
+int lucid_scalar_int(int64_t value, int32_t exp, lucid_tensor_info *out);
 /* Refreshes the info of a handle. */
 int lucid_tensor_info_get(int64_t h, lucid_tensor_info *out);
 /* Releases a handle (tensor, node or backward run). */

@@ -250,6 +250,17 @@ func lucid_scalar(dt C.int32_t, fv C.double, iv C.int64_t, out *C.lucid_tensor_i
 	})
 }
 
+//export lucid_scalar_int
+func lucid_scalar_int(v C.int64_t, exp C.int32_t, out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		t, err := tensor.WrappedInt(int64(v), int(exp))
+		if err != nil {
+			return err
+		}
+		return fill(out, t)
+	})
+}
+
 //export lucid_tensor_info_get
 func lucid_tensor_info_get(h C.int64_t, out *C.lucid_tensor_info) C.int {
 	return call(func() error {

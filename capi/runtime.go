@@ -28,11 +28,12 @@ import (
 // ---- status codes and per-thread error messages ----
 
 const (
-	statusOK      = 0
-	statusValue   = 1
-	statusType    = 2
-	statusRuntime = 3
-	statusPanic   = 4
+	statusOK       = 0
+	statusValue    = 1
+	statusType     = 2
+	statusRuntime  = 3
+	statusPanic    = 4
+	statusOverflow = 5
 )
 
 var (
@@ -71,6 +72,8 @@ func status(err error) C.int {
 		return fail(statusValue, err.Error())
 	case errs.Type:
 		return fail(statusType, err.Error())
+	case errs.Overflow:
+		return fail(statusOverflow, err.Error())
 	}
 	return fail(statusRuntime, err.Error())
 }

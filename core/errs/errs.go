@@ -1,7 +1,8 @@
 // Package errs classifies the core's errors so that hosts can map them to
 // their own exception types: Value (bad shapes, sizes, indices: Python's
-// ValueError), Type (unsupported dtypes: TypeError) and everything else
-// (RuntimeError).
+// ValueError), Type (unsupported dtypes: TypeError), Overflow (a host
+// integer out of range for the result dtype: OverflowError) and everything
+// else (RuntimeError).
 //
 // Conventions: constructors take a fmt format; wrapping with %w keeps the
 // kind (KindOf looks through wrapped errors).
@@ -20,16 +21,19 @@ const (
 	Runtime Kind = iota
 	Value
 	Type
+	Overflow
 )
 
 // String returns the name of the Python exception the kind maps to:
-// "ValueError", "TypeError" or "RuntimeError".
+// "ValueError", "TypeError", "OverflowError" or "RuntimeError".
 func (k Kind) String() string {
 	switch k {
 	case Value:
 		return "ValueError"
 	case Type:
 		return "TypeError"
+	case Overflow:
+		return "OverflowError"
 	}
 	return "RuntimeError"
 }
@@ -54,6 +58,11 @@ func Valuef(format string, args ...any) error {
 // Typef returns a Type error.
 func Typef(format string, args ...any) error {
 	return &Error{Kind: Type, Err: fmt.Errorf(format, args...)}
+}
+
+// Overflowf returns an Overflow error.
+func Overflowf(format string, args ...any) error {
+	return &Error{Kind: Overflow, Err: fmt.Errorf(format, args...)}
 }
 
 // KindOf returns the kind of err (Runtime when unclassified).

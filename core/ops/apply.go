@@ -143,17 +143,24 @@ func promote(c *Context, s OpSchema, a, b *tensor.Tensor) dtype.Dtype {
 		}
 	}
 	switch {
-	case a.IsWrappedNumber() && !b.IsWrappedNumber():
+	case a.IsWrappedNumber() && b.IsWrappedNumber():
+		// Two weak operands: the default dtype of the higher category.
+		return dtype.ScalarDtype(max(ad.Category(), bd.Category()))
+	case a.IsWrappedNumber():
 		return dtype.PromoteScalar(bd, ad.Category())
-	case b.IsWrappedNumber() && !a.IsWrappedNumber():
+	case b.IsWrappedNumber():
 		return dtype.PromoteScalar(ad, bd.Category())
 	}
 	return dtype.Promote(ad, bd)
 }
 
 // castInput converts an op input to dt, recording the cast when the input
-// requires grad so higher-order gradients see through it.
+// requires grad so higher-order gradients see through it. A wrapped integer
+// (a Python int) converts exactly, or fails with an Overflow error.
 func castInput(c *Context, t *tensor.Tensor, dt dtype.Dtype) (*tensor.Tensor, error) {
+	if t.IsWrappedNumber() && t.Dtype() == dtype.Int64 {
+		return t.WrappedIntTo(dt)
+	}
 	if t.Dtype() == dt {
 		return t, nil
 	}

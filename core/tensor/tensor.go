@@ -43,7 +43,8 @@ type Tensor struct {
 	shape   []int
 	strides []int
 	offset  int
-	wrapped bool // a Python number: "weak" in type promotion
+	wrapped bool  // a Python number: "weak" in type promotion
+	wrapExp int32 // a wrapped integer's value is its element · 2**wrapExp (see WrappedInt)
 
 	mu           sync.Mutex
 	requiresGrad bool

@@ -39,9 +39,12 @@ __version__ = "0.1.0"
 
 def set_num_threads(n: int) -> None:
     """Sets the number of worker goroutines of the cpu backend (results do
-    not depend on it)."""
+    not depend on it). ``n`` is an int (NumPy integers too; a float raises
+    TypeError)."""
+    import operator
+
     _lib.check_fork()
-    _check(_native.lucid_set_num_threads(int(n)))
+    _check(_native.lucid_set_num_threads(operator.index(n)))
 
 
 def get_num_threads() -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import itertools
 import math
+import operator
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Tuple, Union
@@ -14,7 +15,8 @@ import numpy as np
 from . import _lib
 from ._lib import ffi, lib, raise_status
 from ._state import state
-from .dtypes import BY_CODE, DTypeLike, as_dtype, dtype, float32, from_numpy_dtype
+from . import _scalars
+from .dtypes import BY_CODE, DTypeLike, as_dtype, dtype, float32, float64, from_numpy_dtype
 
 # The per-call hot path in C (_hot.c): Tensor's fields and handle release,
 # and the common op calls. It links the package's own library, so it is used
@@ -195,13 +197,18 @@ def from_numpy(arr: np.ndarray, requires_grad: bool = False) -> "Tensor":
 
 
 def _scalar(x: Union[bool, int, float]) -> "Tensor":
+    """A weak 0-d tensor for a Python bool, int or float operand of a binary
+    op (docs/dtypes.md): the op converts it to its result dtype, an int
+    exactly (OverflowError where it does not fit)."""
     info = _info()
     if isinstance(x, bool):
-        rc = lib.lucid_scalar(1, 0.0, int(x), info)
+        rc = lib.lucid_scalar(1, 0.0, 1 if x else 0, info)
     elif isinstance(x, int):
-        if not -(2**63) <= x < 2**63:
-            raise ValueError("Python int %d does not fit in int64" % x)
-        rc = lib.lucid_scalar(6, 0.0, x, info)
+        if _INT64_MIN <= x <= _INT64_MAX:
+            rc = lib.lucid_scalar_int(x, 0, info)
+        else:
+            m, exp = _scalars.int_parts(x)
+            rc = lib.lucid_scalar_int(m, exp, info)
     else:
         rc = lib.lucid_scalar(10, x, 0, info)
     if rc:
@@ -209,23 +216,34 @@ def _scalar(x: Union[bool, int, float]) -> "Tensor":
     return _wrap(info)
 
 
+_INT64_MIN, _INT64_MAX = _scalars.INT64_MIN, _scalars.INT64_MAX
+
+
+def _operand(x: Any) -> "Tensor":
+    """A binary op's operand: Python bool/int/float are weak scalars; NumPy
+    scalars (np.float64 too, although it subclasses float), arrays and
+    tensors are strong (as_tensor)."""
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        return _scalar(x)
+    return as_tensor(x)
+
+
 def as_tensor(x: Any) -> "Tensor":
-    """Tensors pass through; NumPy arrays are shared; Python numbers become
-    weak scalars; other array-likes are converted by NumPy."""
+    """Tensors pass through; NumPy arrays are shared; NumPy scalars keep
+    their dtype; a lone Python number becomes a tensor of its category's
+    default dtype (bool, int64, float32), and so do Python lists, as
+    :func:`tensor`; other array-likes are converted by NumPy."""
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, (bool, int, float)):
-        return _scalar(x)
     if isinstance(x, np.ndarray):
         return from_numpy(x)
     if isinstance(x, np.generic):
         return from_numpy(np.asarray(x))
+    if isinstance(x, (bool, int, float, list, tuple)):
+        return tensor(x)  # Python ints convert exactly
     if isinstance(x, complex):
         raise TypeError("pylucid does not support complex numbers")
-    arr = np.asarray(x)
-    if arr.dtype == np.float64:  # Python floats: the default float dtype
-        arr = arr.astype(np.float32)
-    return from_numpy(arr)
+    return from_numpy(np.asarray(x))  # an array-like keeps its dtype, as an array
 
 
 def tensor(data: Any, dtype: Optional[DTypeLike] = None, requires_grad: bool = False) -> "Tensor":
@@ -246,9 +264,7 @@ def tensor(data: Any, dtype: Optional[DTypeLike] = None, requires_grad: bool = F
         if isinstance(data, np.ndarray) or isinstance(data, np.generic):
             arr = np.array(data, copy=True)
         else:
-            arr = np.array(data)
-            if arr.dtype == np.float64 and want is None:
-                arr = arr.astype(np.float32)  # Python floats: the default float dtype
+            arr, want = _from_python(data, want)
         from_numpy_dtype(arr.dtype)  # raises TypeError naming an unsupported dtype
         if want is not None and want.is_floating_point and want.itemsize == 2:
             # float16/bfloat16: the library's cast rounds once, from the source
@@ -264,6 +280,31 @@ def tensor(data: Any, dtype: Optional[DTypeLike] = None, requires_grad: bool = F
     return out
 
 
+def _from_python(data: Any, want: Optional[dtype]) -> Tuple[np.ndarray, Optional[dtype]]:
+    """Python data (numbers, nested lists) as an array for tensor(), and the
+    dtype to convert it to. Python ints convert exactly (docs/dtypes.md):
+    NumPy's own conversion can hold one past int64 in uint64, object or
+    float64 (``[-1, 2**63]``), and rounds ints past 2**53 through float64."""
+    try:
+        arr = np.array(data)
+    except OverflowError:  # e.g. a float and an int past float64's range
+        arr = np.array(data, dtype=object)
+    kind = arr.dtype.kind
+    if kind == "O" or kind == "u":
+        # Python ints past int64 (as uint64 or objects), or unsupported
+        # objects, which exact_array rejects.
+        return _scalars.exact_array(data, want)
+    if arr.dtype == np.float64:
+        big = np.abs(arr) >= 2.0**53  # ints here may have been rounded through float64
+        if big.any() and (want is not float64 or (np.abs(arr[big]) >= 2.0**63).any()):
+            return _scalars.exact_array(data, want)
+        if want is None:
+            arr = arr.astype(np.float32)  # Python floats: the default float dtype
+    elif kind == "i" and want is not None and not want.is_floating_point and want.code != 1 and arr.size:
+        _scalars.check_int_range(int(arr.min()), int(arr.max()), want)  # no wrap-around
+    return arr, want
+
+
 def _copy(t: "Tensor") -> "Tensor":
     """A private contiguous copy with the same bits (-0.0 and NaN payloads
     kept), outside any graph, so the new tensor never aliases t."""
@@ -276,9 +317,10 @@ def _copy(t: "Tensor") -> "Tensor":
 
 
 def zeros(shape: Union[int, Sequence[int]], dtype: DTypeLike = float32) -> "Tensor":
-    """A new zero-filled tensor."""
+    """A new zero-filled tensor. ``shape`` is an int or a sequence of ints
+    (NumPy integers too; a float raises TypeError, as in NumPy)."""
     _lib.check_fork()
-    dims = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
+    dims = tuple(_scalars.index_list(shape, "shape"))
     for d in dims:
         if not -(2**63) <= d < 2**63:
             raise ValueError("dimension %d of shape %s does not fit in int64" % (d, dims))
@@ -569,10 +611,38 @@ class Tensor(_TensorBase):
         """The value of a one-element tensor as a Python number."""
         if self.numel() != 1:
             raise ValueError("only one-element tensors can be converted to Python scalars, shape is %s" % (self._shape,))
-        return self.detach().numpy().reshape(()).item()  # type: ignore[no-any-return]
+        src = self.detach()
+        if self._dtype.code == 8:  # bfloat16: exact through float32, without ml_dtypes
+            src = src.to(float32)
+        return src.numpy().reshape(()).item()  # type: ignore[no-any-return]
+
+    def _one_value(self, what: str) -> Scalar:
+        """item() for bool()/int()/float() (docs/errors.md, as NumPy): a
+        one-element tensor of any shape gives its value, any other is
+        ambiguous (ValueError)."""
+        n = self.numel()
+        if n != 1:
+            raise ValueError(
+                "%s of a tensor with %s is ambiguous; it needs exactly one element (shape is %s)"
+                % (what, "no elements" if n == 0 else "%d elements" % n, self._shape)
+            )
+        return self.item()
+
+    def __bool__(self) -> bool:
+        return bool(self._one_value("the truth value"))
+
+    def __int__(self) -> int:
+        return int(self._one_value("int()"))
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._one_value("float()"))
+
+    def __index__(self) -> int:
+        # As NumPy: only a 0-d integer tensor is an index (shapes, dims, range()).
+        if self._shape or not (2 <= self._dtype.code <= 6):
+            raise TypeError("only 0-d integer tensors can be converted to an index, got shape %s and dtype %s"
+                            % (self._shape, self._dtype.name))
+        return int(self.item())
 
     def __repr__(self) -> str:
         from ._repr import tensor_repr
@@ -717,8 +787,8 @@ def _py_binary(op: int, a: Any, b: Any) -> Tensor:
         _lib.check_fork()
     if _interrupted:
         _reraise_interrupt()
-    ta = a if type(a) is Tensor else as_tensor(a)
-    tb = b if type(b) is Tensor else as_tensor(b)
+    ta = a if type(a) is Tensor else _operand(a)
+    tb = b if type(b) is Tensor else _operand(b)
     buf, mv = _meta_buffer()
     rc = _lucid_binary_meta(op, ta._h, tb._h, state.mode, buf)
     if rc:
@@ -742,7 +812,7 @@ def _py_reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: b
     dims: Any = ffi.NULL
     nd = -1
     if dim is not None:
-        dims = [dim] if isinstance(dim, int) else [int(d) for d in dim]
+        dims = _scalars.index_list(dim, "dim")
         nd = len(dims)
     buf, mv = _meta_buffer()
     rc = _lucid_reduce_meta(op, ta._h, dims, nd, 1 if keepdim else 0, state.mode, buf)
