@@ -5,7 +5,8 @@
  * Conventions
  *  - Every function is prefixed lucid_ and returns a status code: LUCID_OK (0)
  *    or the kind of error (LUCID_EVALUE, LUCID_ETYPE, LUCID_ERUNTIME,
- *    LUCID_EPANIC). After a non-zero status, lucid_errmsg on the same thread
+ *    LUCID_EPANIC, LUCID_ENOMEM: an allocation the machine cannot satisfy,
+ *    refused before any work). After a non-zero status, lucid_errmsg on the same thread
  *    returns the message.
  *  - Go objects cross the boundary only as int64 handles (tensors, autograd
  *    nodes, backward runs). A handle is released with lucid_release; 0 is
@@ -37,6 +38,7 @@
 #define LUCID_ETYPE 2
 #define LUCID_ERUNTIME 3
 #define LUCID_EPANIC 4
+#define LUCID_ENOMEM 5
 
 /* dtypes (values of core/dtype.Dtype) */
 #define LUCID_BOOL 1

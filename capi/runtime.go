@@ -33,6 +33,7 @@ const (
 	statusType    = 2
 	statusRuntime = 3
 	statusPanic   = 4
+	statusMemory  = 5
 )
 
 var (
@@ -71,6 +72,8 @@ func status(err error) C.int {
 		return fail(statusValue, err.Error())
 	case errs.Type:
 		return fail(statusType, err.Error())
+	case errs.Memory:
+		return fail(statusMemory, err.Error())
 	}
 	return fail(statusRuntime, err.Error())
 }
@@ -414,7 +417,7 @@ func (cAllocator) AllocBlock(n int, zeroed bool) ([]byte, bool, error) {
 		}
 	}
 	if n > math.MaxInt-hugeAlign { // roundSize would overflow (found by review)
-		return nil, false, fmt.Errorf("out of memory allocating %d bytes", n)
+		return nil, false, errs.Memoryf("out of memory allocating %d bytes", n)
 	}
 	maybeCollect(int64(n))
 	size := roundSize(n)
@@ -426,7 +429,7 @@ func (cAllocator) AllocBlock(n int, zeroed bool) ([]byte, bool, error) {
 		}
 		p = C.lucid_c_alloc(C.size_t(size), C.size_t(align), C.int(huge))
 		if p == nil {
-			return nil, false, fmt.Errorf("out of memory allocating %d bytes", n)
+			return nil, false, errs.Memoryf("out of memory allocating %d bytes", n)
 		}
 	}
 	if zeroed {

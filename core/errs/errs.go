@@ -1,6 +1,7 @@
 // Package errs classifies the core's errors so that hosts can map them to
 // their own exception types: Value (bad shapes, sizes, indices: Python's
-// ValueError), Type (unsupported dtypes: TypeError) and everything else
+// ValueError), Type (unsupported dtypes: TypeError), Memory (an allocation
+// the machine cannot satisfy: MemoryError) and everything else
 // (RuntimeError).
 //
 // Conventions: constructors take a fmt format; wrapping with %w keeps the
@@ -20,16 +21,19 @@ const (
 	Runtime Kind = iota
 	Value
 	Type
+	Memory
 )
 
 // String returns the name of the Python exception the kind maps to:
-// "ValueError", "TypeError" or "RuntimeError".
+// "ValueError", "TypeError", "MemoryError" or "RuntimeError".
 func (k Kind) String() string {
 	switch k {
 	case Value:
 		return "ValueError"
 	case Type:
 		return "TypeError"
+	case Memory:
+		return "MemoryError"
 	}
 	return "RuntimeError"
 }
@@ -54,6 +58,12 @@ func Valuef(format string, args ...any) error {
 // Typef returns a Type error.
 func Typef(format string, args ...any) error {
 	return &Error{Kind: Type, Err: fmt.Errorf(format, args...)}
+}
+
+// Memoryf returns a Memory error: an allocation that cannot be satisfied,
+// refused before anything was allocated or computed.
+func Memoryf(format string, args ...any) error {
+	return &Error{Kind: Memory, Err: fmt.Errorf(format, args...)}
 }
 
 // KindOf returns the kind of err (Runtime when unclassified).

@@ -111,6 +111,7 @@ _EXCEPTIONS: dict[int, type[Exception]] = {
     2: TypeError,
     3: RuntimeError,
     4: RuntimeError,
+    5: MemoryError,
 }
 
 _msgbuf = threading.local()
