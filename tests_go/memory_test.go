@@ -174,6 +174,9 @@ func TestHeapLimit(t *testing.T) {
 // of elements reduced: before, it held one value per 1024-element block, and
 // a sum over a broadcast view of 2**44 elements asked Go for 64 GB.
 func TestParallelSumScratchIsBounded(t *testing.T) {
+	if raceEnabled {
+		t.Skip("minutes under the race detector; core/backend/cpu's TestSumWindows and TestSumScratchIsBounded check the same with a small window")
+	}
 	be := cpu.New(4)
 	be.SetAlwaysSplit(true)
 	c := &ops.Context{Backend: be}
@@ -196,16 +199,15 @@ func TestParallelSumScratchIsBounded(t *testing.T) {
 // sequential one: bit-identical results for any thread count, also where
 // the blocks span several windows (more than 2**16 blocks in one call).
 func TestParallelSumWindowsAreDeterministic(t *testing.T) {
+	if raceEnabled {
+		t.Skip("minutes under the race detector; core/backend/cpu's TestSumWindows and TestSumScratchIsBounded check the same with a small window")
+	}
 	r := rand.New(rand.NewPCG(7, 11))
 	row := make([]float64, 1000)
 	for i := range row {
 		row[i] = r.NormFloat64() * math.Exp(r.NormFloat64()*3)
 	}
-	dts := []dtype.Dtype{dtype.Float32, dtype.Float64}
-	if raceEnabled {
-		dts = dts[:1] // slow under the race detector
-	}
-	for _, dt := range dts {
+	for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float64} {
 		base, err := tensor.FromFloat64s(dt, []int{1, 1000}, row)
 		require.NoError(t, err)
 		// 67.2M elements: 65,625 blocks over all, 66,000 with dim 0 (66

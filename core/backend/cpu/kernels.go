@@ -810,8 +810,8 @@ func sumFlat[A accum](out, a *tensor.Tensor, r int, nz A, store func(dtype.Dtype
 // sumWindow is the most block values sumParallel holds at once: its scratch
 // is bounded (at most 512 KB) whatever the number of elements reduced, which
 // only follows from the input (a broadcast view of 2**44 elements needs no
-// memory of its own).
-const sumWindow = 1 << 16
+// memory of its own). A variable only so that tests can make it small.
+var sumWindow = 1 << 16
 
 // sumParallel computes the block values (output o's block blk is unit
 // o*nb+blk, of nOut*nb) on the backend's goroutines, in tasks of fixed size,
@@ -822,16 +822,17 @@ func sumParallel[A accum](b *Backend, it tensor.Iter, ops operands, dt dtype.Dty
 	partial := make([]A, min(units, sumWindow))
 	const unitsPerTask = 32
 	total := nz
-	for w := 0; w < units; w += len(partial) {
-		wn := min(len(partial), units-w)
-		tasks := (wn + unitsPerTask - 1) / unitsPerTask
-		b.parallel(min(wn*backend.SumBlock, wn*r), tasks, func(t int) {
-			for u := w + t*unitsPerTask; u < min(w+wn, w+(t+1)*unitsPerTask); u++ {
-				o, blk := u/nb, u%nb
-				start := o*r + blk*backend.SumBlock
-				partial[u-w] = blockSum(&it, &ops, dt, start, min(start+backend.SumBlock, (o+1)*r), nz)
-			}
-		})
+	var w, wn int // the window: units [w, w+wn)
+	task := func(t int) {
+		for u := w + t*unitsPerTask; u < min(w+wn, w+(t+1)*unitsPerTask); u++ {
+			o, blk := u/nb, u%nb
+			start := o*r + blk*backend.SumBlock
+			partial[u-w] = blockSum(&it, &ops, dt, start, min(start+backend.SumBlock, (o+1)*r), nz)
+		}
+	}
+	for ; w < units; w += len(partial) {
+		wn = min(len(partial), units-w)
+		b.parallel(min(wn*backend.SumBlock, wn*r), (wn+unitsPerTask-1)/unitsPerTask, task)
 		for u := w; u < w+wn; u++ {
 			total += partial[u-w]
 			if u%nb == nb-1 {
