@@ -10,7 +10,6 @@ int64_t lucid_dlpack_live(void);
 import "C"
 
 import (
-	"fmt"
 	"unsafe"
 
 	"github.com/pylucid/pylucid/core/dtype"
@@ -72,7 +71,7 @@ func lucid_dlpack_export(h C.int64_t, versioned C.int32_t, copied C.int32_t, man
 		m := C.lucid_dlpack_alloc(versioned, flags, C.int32_t(nd), C.int64_t(ref), &dl)
 		if m == nil {
 			_ = handles.release(ref)
-			return fmt.Errorf("out of memory allocating a DLPack tensor")
+			return errs.Memoryf("out of memory allocating a DLPack tensor")
 		}
 		dl.data = t.ExportDataPointer()
 		dl.dtype = C.DLDataType{code: C.uint8_t(code), bits: C.uint8_t(bits), lanes: 1}

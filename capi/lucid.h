@@ -6,7 +6,8 @@
  *  - Every function is prefixed lucid_ and returns a status code: LUCID_OK (0)
  *    or the kind of error (LUCID_EVALUE, LUCID_ETYPE, LUCID_ERUNTIME,
  *    LUCID_EPANIC, LUCID_EOVERFLOW: a host integer out of range for a
- *    result dtype). After a non-zero status, lucid_errmsg on the same thread
+ *    result dtype, LUCID_ENOMEM: an allocation the machine cannot satisfy,
+ *    refused before any work). After a non-zero status, lucid_errmsg on the same thread
  *    returns the message.
  *  - Go objects cross the boundary only as int64 handles (tensors, autograd
  *    nodes, backward runs). A handle is released with lucid_release; 0 is
@@ -39,6 +40,7 @@
 #define LUCID_ERUNTIME 3
 #define LUCID_EPANIC 4
 #define LUCID_EOVERFLOW 5
+#define LUCID_ENOMEM 6
 
 /* dtypes (values of core/dtype.Dtype) */
 #define LUCID_BOOL 1

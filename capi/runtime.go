@@ -34,6 +34,7 @@ const (
 	statusRuntime  = 3
 	statusPanic    = 4
 	statusOverflow = 5
+	statusMemory   = 6
 )
 
 var (
@@ -74,6 +75,8 @@ func status(err error) C.int {
 		return fail(statusType, err.Error())
 	case errs.Overflow:
 		return fail(statusOverflow, err.Error())
+	case errs.Memory:
+		return fail(statusMemory, err.Error())
 	}
 	return fail(statusRuntime, err.Error())
 }
@@ -417,7 +420,7 @@ func (cAllocator) AllocBlock(n int, zeroed bool) ([]byte, bool, error) {
 		}
 	}
 	if n > math.MaxInt-hugeAlign { // roundSize would overflow (found by review)
-		return nil, false, fmt.Errorf("out of memory allocating %d bytes", n)
+		return nil, false, errs.Memoryf("out of memory allocating %d bytes", n)
 	}
 	maybeCollect(int64(n))
 	size := roundSize(n)
@@ -429,7 +432,7 @@ func (cAllocator) AllocBlock(n int, zeroed bool) ([]byte, bool, error) {
 		}
 		p = C.lucid_c_alloc(C.size_t(size), C.size_t(align), C.int(huge))
 		if p == nil {
-			return nil, false, fmt.Errorf("out of memory allocating %d bytes", n)
+			return nil, false, errs.Memoryf("out of memory allocating %d bytes", n)
 		}
 	}
 	if zeroed {

@@ -13,6 +13,9 @@ import (
 type poisonAllocator struct{}
 
 func (poisonAllocator) Alloc(n int, zeroed bool) (b []byte, free func(), err error) {
+	if err := tensor.CheckHeap(n, 1, "a tensor"); err != nil {
+		return nil, nil, err // as goAllocator: Go cannot recover from failing to map it
+	}
 	defer func() {
 		if recover() != nil { // larger than the address space, as goAllocator reports it
 			b, err = nil, tensor.ErrTooLarge

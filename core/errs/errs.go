@@ -1,8 +1,9 @@
 // Package errs classifies the core's errors so that hosts can map them to
 // their own exception types: Value (bad shapes, sizes, indices: Python's
 // ValueError), Type (unsupported dtypes: TypeError), Overflow (a host
-// integer out of range for the result dtype: OverflowError) and everything
-// else (RuntimeError).
+// integer out of range for the result dtype: OverflowError), Memory (an
+// allocation the machine cannot satisfy: MemoryError) and everything else
+// (RuntimeError).
 //
 // Conventions: constructors take a fmt format; wrapping with %w keeps the
 // kind (KindOf looks through wrapped errors).
@@ -22,10 +23,11 @@ const (
 	Value
 	Type
 	Overflow
+	Memory
 )
 
 // String returns the name of the Python exception the kind maps to:
-// "ValueError", "TypeError", "OverflowError" or "RuntimeError".
+// "ValueError", "TypeError", "OverflowError", "MemoryError" or "RuntimeError".
 func (k Kind) String() string {
 	switch k {
 	case Value:
@@ -34,6 +36,8 @@ func (k Kind) String() string {
 		return "TypeError"
 	case Overflow:
 		return "OverflowError"
+	case Memory:
+		return "MemoryError"
 	}
 	return "RuntimeError"
 }
@@ -63,6 +67,12 @@ func Typef(format string, args ...any) error {
 // Overflowf returns an Overflow error.
 func Overflowf(format string, args ...any) error {
 	return &Error{Kind: Overflow, Err: fmt.Errorf(format, args...)}
+}
+
+// Memoryf returns a Memory error: an allocation that cannot be satisfied,
+// refused before anything was allocated or computed.
+func Memoryf(format string, args ...any) error {
+	return &Error{Kind: Memory, Err: fmt.Errorf(format, args...)}
 }
 
 // KindOf returns the kind of err (Runtime when unclassified).

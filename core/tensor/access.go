@@ -176,31 +176,46 @@ func (t *Tensor) ElementPointer(flat int) unsafe.Pointer {
 	return unsafe.Add(t.storage.Pointer(), t.ElementOffset(flat)*t.dtype.Size())
 }
 
-// Float64s returns the elements in row-major order, widened to float64.
+// Float64s returns the elements in row-major order, widened to float64. It
+// is meant for small tensors: one whose copy could never fit in memory (a
+// huge broadcast view) panics with a Memory error instead of ending the
+// process (see CheckHeap).
 func (t *Tensor) Float64s() []float64 {
-	out := make([]float64, t.Numel())
+	out := heapCopy[float64](t)
 	for i := range out {
 		out[i] = LoadFloat64(t.dtype, t.ElementPointer(i))
 	}
 	return out
 }
 
-// Int64s returns the elements in row-major order as int64.
+// Int64s returns the elements in row-major order as int64 (small tensors, as
+// Float64s).
 func (t *Tensor) Int64s() []int64 {
-	out := make([]int64, t.Numel())
+	out := heapCopy[int64](t)
 	for i := range out {
 		out[i] = LoadInt64(t.dtype, t.ElementPointer(i))
 	}
 	return out
 }
 
-// Bits returns the raw bit pattern of every element in row-major order.
+// Bits returns the raw bit pattern of every element in row-major order
+// (small tensors, as Float64s).
 func (t *Tensor) Bits() []uint64 {
-	out := make([]uint64, t.Numel())
+	out := heapCopy[uint64](t)
 	for i := range out {
 		out[i] = LoadBits(t.dtype, t.ElementPointer(i))
 	}
 	return out
+}
+
+// heapCopy makes a slice for a copy of t's elements, or panics with the
+// Memory error of CheckHeap.
+func heapCopy[T any](t *Tensor) []T {
+	var z T
+	if err := CheckHeap(t.Numel(), int(unsafe.Sizeof(z)), "a copy of "+t.String()); err != nil {
+		panic(err)
+	}
+	return make([]T, t.Numel())
 }
 
 // Item returns the single element of a one-element tensor as float64.

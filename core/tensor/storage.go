@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/pylucid/pylucid/core/errs"
 )
 
 // Storage is a flat block of bytes that one or more tensors view.
@@ -84,6 +86,9 @@ type Allocator interface {
 	// Alloc returns nbytes of memory, zero-filled when zeroed is set, and a
 	// function that frees it. A nil free function means Go heap memory, left
 	// to the garbage collector (and pinned before its address leaves Go).
+	// A request that cannot be satisfied is an error of kind errs.Memory;
+	// Go-heap memory is checked with CheckHeap first, since Go cannot
+	// recover from failing to allocate it.
 	Alloc(nbytes int, zeroed bool) (data []byte, free func(), err error)
 }
 
@@ -103,6 +108,9 @@ type BlockAllocator interface {
 type goAllocator struct{}
 
 func (goAllocator) Alloc(n int, _ bool) (data []byte, free func(), err error) {
+	if err := CheckHeap(n, 1, "a tensor"); err != nil {
+		return nil, nil, err // Go cannot recover from failing to map it
+	}
 	defer func() {
 		if recover() != nil { // makeslice: len out of range (more than the address space)
 			data, err = nil, ErrTooLarge
@@ -126,8 +134,9 @@ func SetAllocator(a Allocator) {
 	allocator.Store(allocatorBox{a})
 }
 
-// ErrTooLarge is returned for allocations whose size does not fit.
-var ErrTooLarge = errors.New("tensor: allocation size overflows")
+// ErrTooLarge is returned for allocations whose size does not fit; its kind
+// is errs.Memory.
+var ErrTooLarge error = &errs.Error{Kind: errs.Memory, Err: errors.New("tensor: allocation size overflows")}
 
 // NewStorage allocates nbytes of zeroed memory with the installed Allocator.
 func NewStorage(nbytes int) (*Storage, error) { return newStorage(nbytes, true) }

@@ -112,6 +112,7 @@ _EXCEPTIONS: dict[int, type[Exception]] = {
     3: RuntimeError,
     4: RuntimeError,
     5: OverflowError,
+    6: MemoryError,
 }
 
 _msgbuf = threading.local()

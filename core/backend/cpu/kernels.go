@@ -747,27 +747,23 @@ func sumAll[A accum](b *Backend, out, a *tensor.Tensor, nz A, store func(dtype.D
 	ops := plan(&it, perm, a)
 	dt := a.Dtype()
 	nb := (r + backend.SumBlock - 1) / backend.SumBlock
-	var partial []A // the block values, when computed in parallel
-	if par {
-		partial = sumParallel(b, it, ops, dt, nOut*nb, nb, r, nz)
-	}
 	// out is contiguous and fresh: write its elements in row-major order,
 	// each the blocks' values added left to right.
 	odt, osz, dst := out.Dtype(), out.Dtype().Size(), out.DataPointer()
-	for o := 0; o < nOut; o++ {
-		total := nz
-		if r == 0 {
-			total = 0
-		}
-		for blk := 0; blk < nb; blk++ {
-			if par {
-				total += partial[o*nb+blk]
-				continue
+	if par && nb > 0 {
+		sumParallel(b, it, ops, dt, nOut, nb, r, nz, func(o int, total A) { store(odt, unsafe.Add(dst, o*osz), total) })
+	} else {
+		for o := 0; o < nOut; o++ {
+			total := nz
+			if r == 0 {
+				total = 0
 			}
-			start := o*r + blk*backend.SumBlock
-			total += blockSum(&it, &ops, dt, start, min(start+backend.SumBlock, (o+1)*r), nz)
+			for blk := 0; blk < nb; blk++ {
+				start := o*r + blk*backend.SumBlock
+				total += blockSum(&it, &ops, dt, start, min(start+backend.SumBlock, (o+1)*r), nz)
+			}
+			store(odt, unsafe.Add(dst, o*osz), total)
 		}
-		store(odt, unsafe.Add(dst, o*osz), total)
 	}
 	runtime.KeepAlive(a) // read through raw pointers above (see elementwise)
 	runtime.KeepAlive(out)
@@ -814,20 +810,40 @@ func sumFlat[A accum](out, a *tensor.Tensor, r int, nz A, store func(dtype.Dtype
 	runtime.KeepAlive(out)
 }
 
-// sumParallel computes every block value (units: output o's block blk is
-// unit o*nb+blk) on the backend's goroutines, in tasks of fixed size.
-func sumParallel[A accum](b *Backend, it tensor.Iter, ops operands, dt dtype.Dtype, units, nb, r int, nz A) []A {
-	partial := make([]A, units)
+// sumWindow is the most block values sumParallel holds at once: its scratch
+// is bounded (at most 512 KB) whatever the number of elements reduced, which
+// only follows from the input (a broadcast view of 2**44 elements needs no
+// memory of its own). A variable only so that tests can make it small.
+var sumWindow = 1 << 16
+
+// sumParallel computes the block values (output o's block blk is unit
+// o*nb+blk, of nOut*nb) on the backend's goroutines, in tasks of fixed size,
+// one window of sumWindow units at a time, and adds each output's values
+// left to right (nb > 0), handing every total to store in output order.
+func sumParallel[A accum](b *Backend, it tensor.Iter, ops operands, dt dtype.Dtype, nOut, nb, r int, nz A, store func(o int, total A)) {
+	units := nOut * nb // at most the element count: every block holds one
+	partial := make([]A, min(units, sumWindow))
 	const unitsPerTask = 32
-	tasks := (units + unitsPerTask - 1) / unitsPerTask
-	b.parallel(units/max(nb, 1)*r, tasks, func(t int) {
-		for u := t * unitsPerTask; u < min(units, (t+1)*unitsPerTask); u++ {
-			o, blk := u/max(nb, 1), u%max(nb, 1)
+	total := nz
+	var w, wn int // the window: units [w, w+wn)
+	task := func(t int) {
+		for u := w + t*unitsPerTask; u < min(w+wn, w+(t+1)*unitsPerTask); u++ {
+			o, blk := u/nb, u%nb
 			start := o*r + blk*backend.SumBlock
-			partial[u] = blockSum(&it, &ops, dt, start, min(start+backend.SumBlock, (o+1)*r), nz)
+			partial[u-w] = blockSum(&it, &ops, dt, start, min(start+backend.SumBlock, (o+1)*r), nz)
 		}
-	})
-	return partial
+	}
+	for ; w < units; w += len(partial) {
+		wn = min(len(partial), units-w)
+		b.parallel(min(wn*backend.SumBlock, wn*r), (wn+unitsPerTask-1)/unitsPerTask, task)
+		for u := w; u < w+wn; u++ {
+			total += partial[u-w]
+			if u%nb == nb-1 {
+				store(u/nb, total)
+				total = nz
+			}
+		}
+	}
 }
 
 // Sum implements backend.IBackend.

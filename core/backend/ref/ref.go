@@ -169,7 +169,11 @@ func (s *sumState[A]) flush(nz A) {
 	s.reset(nz)
 }
 
-func sumCanonical[A float32 | float64 | int64](out, a *tensor.Tensor, load func(unsafe.Pointer) A, nz A, store func(unsafe.Pointer, A)) {
+func sumCanonical[A float32 | float64 | int64](out, a *tensor.Tensor, load func(unsafe.Pointer) A, nz A, store func(unsafe.Pointer, A)) error {
+	// One state per output, in Go's heap: larger than the output itself.
+	if err := tensor.CheckHeap(out.Numel(), int(unsafe.Sizeof(sumState[A]{})), "the reference sum's state"); err != nil {
+		return err
+	}
 	red := backend.ReducedDims(out, a)
 	states := make([]sumState[A], out.Numel())
 	for i := range states {
@@ -211,6 +215,7 @@ func sumCanonical[A float32 | float64 | int64](out, a *tensor.Tensor, load func(
 		}
 		store(out.ElementPointer(i), states[i].total)
 	}
+	return nil
 }
 
 // Sum implements backend.IBackend.
@@ -221,22 +226,21 @@ func (Backend) Sum(out, a *tensor.Tensor) error {
 	dt, odt := a.Dtype(), out.Dtype()
 	switch dtype.AccumulateDtype(dt) {
 	case dtype.Float32:
-		sumCanonical(out, a,
+		return sumCanonical(out, a,
 			func(p unsafe.Pointer) float32 { return float32(tensor.LoadFloat64(dt, p)) },
 			float32(math.Copysign(0, -1)),
 			func(p unsafe.Pointer, v float32) { tensor.StoreFloat64(odt, p, float64(v)) })
 	case dtype.Float64:
-		sumCanonical(out, a,
+		return sumCanonical(out, a,
 			func(p unsafe.Pointer) float64 { return tensor.LoadFloat64(dt, p) },
 			math.Copysign(0, -1),
 			func(p unsafe.Pointer, v float64) { tensor.StoreFloat64(odt, p, v) })
 	default:
-		sumCanonical(out, a,
+		return sumCanonical(out, a,
 			func(p unsafe.Pointer) int64 { return tensor.LoadInt64(dt, p) },
 			0,
 			func(p unsafe.Pointer, v int64) { tensor.StoreInt64(odt, p, v) })
 	}
-	return nil
 }
 
 // Route implements backend.IBackend.
