@@ -10,9 +10,17 @@ build_ext does both, in this order:
 3. pylucid._hot (python/pylucid/_hot.c: Tensor's C base type and the per-call
    hot path), compiled and linked the same way.
 
-The extensions use CPython's limited API (Py_LIMITED_API 0x03090000, the
+The extensions' only run-time search path is ``$ORIGIN/_native``: the
+interpreter's own rpath options (pyenv's Pythons link extensions with
+``-Wl,-rpath,<their lib dir>``) are dropped from the link command
+(_ffi_build.drop_interpreter_rpaths).
+
+The extensions use CPython's limited API (Py_LIMITED_API 0x030A0000, the
 oldest version requires-python allows), so the wheel is tagged
-cp39-abi3-<platform>: one wheel for CPython 3.9 and later. The library itself
+cp310-abi3-<platform>: one wheel for CPython 3.10 and later. ``pip wheel .``
+gives a ``linux_x86_64`` wheel, which package indexes refuse;
+tools/build-wheel repairs it into a ``manylinux`` one (docs/install.md).
+The library itself
 does not depend on Python at all. On an interpreter without the stable ABI
 (a debug or free-threaded build) the extension and the wheel tag are for that
 interpreter only.
@@ -29,7 +37,6 @@ import sys
 import types
 
 from setuptools import Extension, setup
-from setuptools.command.build_ext import build_ext
 
 ROOT = pathlib.Path(__file__).resolve().parent
 LIBNAME = {"darwin": "liblucid.dylib", "win32": "lucid.dll"}.get(sys.platform, "liblucid.so")
@@ -79,7 +86,7 @@ def build_native(dest: pathlib.Path) -> None:
     shutil.copy(ROOT / "capi" / "lucid.h", dest / "lucid.h")
 
 
-class BuildExtWithGo(build_ext):
+class BuildExtWithGo(ffi_build.build_ext_class()):  # type: ignore[misc]
     """Builds the Go library, then the cffi extension that links against it."""
 
     def run(self) -> None:

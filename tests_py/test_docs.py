@@ -1,4 +1,4 @@
-"""Every public Python name has a docstring (the README and SPEC point users
+"""Every public Python name has a docstring (the README and docs/ point users
 to them), and the package ships its type information (py.typed)."""
 
 import inspect

@@ -1,6 +1,8 @@
 """Packaging: the wheel carries the native library and the cffi extension
-(API mode) linked against it, is tagged cp39-abi3-<platform> (CPython's
-limited API), and the tests import the installed package."""
+(API mode) linked against it, is tagged cp310-abi3-<platform> (CPython's
+limited API), the extensions find the library through $ORIGIN/_native only,
+the sdist carries everything the README's jobs need, and the tests import the
+installed package."""
 
 from __future__ import annotations
 
@@ -8,10 +10,13 @@ import importlib.util
 import os
 import pathlib
 import re
+import struct
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import zipfile
+
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -26,6 +31,64 @@ def _installed(code: str, tmp_path: pathlib.Path, **env_extra: str) -> list[str]
     )
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().splitlines()
+
+
+def _runpaths(elf: bytes) -> list[str]:
+    """The DT_RUNPATH and DT_RPATH entries of a little-endian ELF64 shared
+    object, as written (``readelf -d`` shows the same)."""
+    assert elf[:4] == b"\x7fELF" and elf[4] == 2 and elf[5] == 1, "not a little-endian ELF64 file"
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+    dynamic = [sec for sec in sections if sec[1] == 6]  # SHT_DYNAMIC
+    assert len(dynamic) == 1
+    _, _, _, _, off, size, link, _, _, _ = dynamic[0]
+    strtab_off = sections[link][4]
+    found = []
+    for pos in range(off, off + size, 16):
+        tag, val = struct.unpack_from("<qQ", elf, pos)
+        if tag == 0:  # DT_NULL
+            break
+        if tag in (15, 29):  # DT_RPATH, DT_RUNPATH
+            end = elf.index(b"\0", strtab_off + val)
+            found.append(elf[strtab_off + val:end].decode())
+    return found
+
+
+def test_extensions_of_this_build_search_only_origin_native() -> None:
+    # The interpreter's own link command may carry -Wl,-rpath,<its lib dir>
+    # (pyenv's does); the extensions must not: their one search path is the
+    # package's _native directory.
+    import pylucid
+
+    package = pathlib.Path(pylucid.__file__).parent
+    exts = sorted(p for p in package.iterdir() if p.name.startswith(("_hot.", "_lucid_ffi.")) and p.suffix == ".so")
+    assert len(exts) == 2, exts
+    for ext in exts:
+        assert _runpaths(ext.read_bytes()) == ["$ORIGIN/_native"], ext
+
+
+def test_interpreter_rpath_options_are_dropped_from_the_link_command() -> None:
+    build = _load_ffi_build()
+
+    class Compiler:
+        linker_so = ["gcc", "-shared", "-L/py/lib", "-Wl,-rpath,/py/lib", "-Wl,-rpath=/x", "-Wl,-R,/y",
+                     "-Wl,-R/z", "-Wl,--as-needed", "-lm"]
+
+    compiler = Compiler()
+    build.drop_interpreter_rpaths(compiler)
+    assert compiler.linker_so == ["gcc", "-shared", "-L/py/lib", "-Wl,--as-needed", "-lm"]
+    # our own rpath is an extra argument, not part of the interpreter's command
+    assert "-Wl,-rpath,$ORIGIN/_native" in build.extension_kwargs().get("extra_link_args", []) \
+        or not sys.platform.startswith("linux")
+
+
+def _load_ffi_build():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("_ffi_build_under_test", ROOT / "python" / "pylucid" / "_ffi_build.py")
+    assert spec is not None and spec.loader is not None
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    return build
 
 
 def _stable_abi() -> bool:
@@ -87,8 +150,8 @@ def test_wheel_is_abi3_tagged_and_ships_the_library_and_extension(tmp_path: path
     name = wheels[0].name
     plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
     if _stable_abi():
-        # Py_LIMITED_API 0x03090000 is compiled in, matching requires-python >= 3.9
-        assert name.endswith("-cp39-abi3-%s.whl" % plat), (name, plat)
+        # Py_LIMITED_API 0x030A0000 is compiled in, matching requires-python >= 3.10
+        assert name.endswith("-cp310-abi3-%s.whl" % plat), (name, plat)
     else:
         assert "-cp%d%d-" % sys.version_info[:2] in name and name.endswith("-%s.whl" % plat), (name, plat)
     with zipfile.ZipFile(wheels[0]) as zf:
@@ -102,8 +165,10 @@ def test_wheel_is_abi3_tagged_and_ships_the_library_and_extension(tmp_path: path
         if _stable_abi():
             assert hots == ["pylucid/_hot.abi3.so"] or sys.platform == "win32", hots
         if sys.platform.startswith("linux"):
-            assert b"$ORIGIN/_native" in zf.read(exts[0])  # the rpath that finds the library
-            assert b"$ORIGIN/_native" in zf.read(hots[0])
+            # the one run-time search path: no directory of the build machine
+            assert _runpaths(zf.read(exts[0])) == ["$ORIGIN/_native"]
+            assert _runpaths(zf.read(hots[0])) == ["$ORIGIN/_native"]
+        assert "pylucid-0.1.0.dist-info/licenses/LICENSE" in names, names
     assert "pylucid/_native/liblucid.so" in names or "pylucid/_native/liblucid.dylib" in names, names
     assert "pylucid/_native/lucid.h" in names
     assert "pylucid/py.typed" in names
@@ -114,10 +179,7 @@ def test_wheel_is_abi3_tagged_and_ships_the_library_and_extension(tmp_path: path
 def test_wheel_tag_matches_requires_python() -> None:
     # The limited-API version compiled in (and so the cpXY of the tag) is the
     # oldest Python the project supports.
-    spec = importlib.util.spec_from_file_location("_ffi_build_under_test", ROOT / "python" / "pylucid" / "_ffi_build.py")
-    assert spec is not None and spec.loader is not None
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = _load_ffi_build()
     m = re.search(r'requires-python = ">=(\d+)\.(\d+)"', (ROOT / "pyproject.toml").read_text())
     assert m, "requires-python not found"
     assert build.LIMITED_API == (int(m.group(1)), int(m.group(2)))
@@ -151,3 +213,39 @@ def test_python_fallback_path_passes_the_spec_tests(tmp_path: pathlib.Path) -> N
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert " passed" in out.stdout and "failed" not in out.stdout
+
+
+SHIPPED_DIRS = ["core", "capi", "python/pylucid", "examples", "tests_py", "tests_go", "docs", "tools", "bench", ".ci"]
+BUILD_OUTPUTS = re.compile(r"(^|/)(__pycache__|_native|\.pytest_cache|\.mypy_cache|out)(/|$)|\.(so|pyc|dylib|dll)$")
+
+
+def _source_files() -> set[str]:
+    """The files of the project's directories in this tree (a git checkout or
+    an unpacked sdist), without build outputs."""
+    files = {n for n in ("LICENSE", "README.md", "pyproject.toml", "setup.py", "MANIFEST.in", "go.mod", "go.sum")}
+    for d in SHIPPED_DIRS:
+        for p in (ROOT / d).rglob("*"):
+            rel = p.relative_to(ROOT).as_posix()
+            if p.is_file() and not BUILD_OUTPUTS.search(rel) and ".egg-info" not in rel:
+                files.add(rel)
+    return files
+
+
+def test_sdist_ships_everything_the_readme_jobs_need(tmp_path: pathlib.Path) -> None:
+    # The README's main job (examples/fit_piecewise.py), its test command
+    # (tests_py, tests_go with their fuzz corpus, .ci/run) and the docs and
+    # license it links run from the sdist as from a checkout. (.ci/run also
+    # installs from the sdist and runs the main job there.)
+    out = subprocess.run([sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(ROOT)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "SetuptoolsDeprecationWarning" not in out.stdout + out.stderr  # e.g. the license as a TOML table
+    (sdist,) = tmp_path.glob("pylucid-*.tar.gz")
+    with tarfile.open(sdist) as tf:
+        names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
+    expected = _source_files()
+    for must in ("examples/fit_piecewise.py", "tests_py/test_readme.py", "tests_go/readme_example_test.go",
+                 "docs/index.md", "LICENSE", ".ci/run", "tools/build-wheel", "tests_go/testdata"):
+        assert any(e == must or e.startswith(must + "/") for e in expected), must
+    missing = sorted(expected - names)
+    assert not missing, missing

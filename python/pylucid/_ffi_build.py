@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 MODULE = "pylucid._lucid_ffi"
 SOURCE = '#include "lucid.h"\n'  # with the prototypes: LUCID_NO_PROTOTYPES stays undefined
-LIMITED_API = (3, 9)  # the oldest CPython the extension supports: requires-python in pyproject.toml
+LIMITED_API = (3, 10)  # the oldest CPython the extension supports: requires-python in pyproject.toml
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
@@ -46,7 +46,7 @@ def limited_api() -> bool:
 
 
 def wheel_python_tag() -> str | None:
-    """The wheel's python tag for the limited API ("cp39", with abi tag
+    """The wheel's python tag for the limited API ("cp310", with abi tag
     "abi3"), or None when the extension is built for this interpreter only."""
     return "cp%d%d" % LIMITED_API if limited_api() else None
 
@@ -73,6 +73,71 @@ def extension_kwargs() -> dict[str, Any]:
     return kwargs
 
 
+def _is_rpath_option(arg: str) -> bool:
+    """Whether a link-command argument sets a run-time search path
+    (``-Wl,-rpath,DIR``, ``-Wl,-rpath=DIR``, ``-Wl,-R,DIR``, ``-Wl,-RDIR``)."""
+    if not arg.startswith("-Wl,"):
+        return False
+    first = arg[4:].split(",", 1)[0]
+    return first in ("-rpath", "--rpath", "-R") or first.startswith(("-rpath=", "--rpath=", "-R"))
+
+
+def drop_interpreter_rpaths(compiler: Any) -> None:
+    """Removes the run-time search paths from the interpreter's own shared-object
+    link command (``LDSHARED``), in place on a distutils compiler object.
+
+    An interpreter configured with ``LDFLAGS=-Wl,-rpath,<its lib dir>`` (as
+    pyenv's are) puts that directory into the RUNPATH of every extension it
+    links, ahead of ours: the build machine's path would travel in the wheel,
+    and a library of that name there would be loaded instead of the bundled
+    one. The extensions' only search path is ``$ORIGIN/_native``, which
+    ``extension_kwargs`` passes as an extra argument (not affected here)."""
+    for attr in ("linker_so", "linker_so_cxx"):
+        cmd = getattr(compiler, attr, None)
+        if isinstance(cmd, list):
+            setattr(compiler, attr, [a for a in cmd if not _is_rpath_option(a)])
+
+
+def build_ext_class() -> Any:
+    """setuptools' build_ext with ``drop_interpreter_rpaths`` applied before
+    linking: setup.py's command derives from it, and the in-place builds
+    below use it."""
+    from setuptools.command.build_ext import build_ext
+
+    class BuildExt(build_ext):  # type: ignore[misc]
+        def build_extensions(self) -> None:
+            drop_interpreter_rpaths(self.compiler)
+            super().build_extensions()
+
+    return BuildExt
+
+
+def _build_extension_inplace(ext: Any, module: str, package: pathlib.Path, prefix: str) -> pathlib.Path:
+    """Compiles the setuptools Extension ``ext`` with ``build_ext_class()`` and
+    moves it into ``package`` with an atomic rename, so a process that has the
+    old one loaded keeps working; other builds' files named ``prefix.*`` are
+    removed. Returns its path."""
+    from setuptools import Distribution
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dist = Distribution({"name": "pylucid-" + prefix.strip("_"), "ext_modules": [ext],
+                             "cmdclass": {"build_ext": build_ext_class()}})
+        cmd: Any = dist.get_command_obj("build_ext")
+        cmd.build_lib = os.path.join(tmp, "lib")
+        cmd.build_temp = os.path.join(tmp, "temp")
+        cmd.ensure_finalized()
+        cmd.run()
+        built = pathlib.Path(cmd.get_ext_fullpath(module))
+        staged = package / (built.name + ".new")
+        shutil.copy2(built, staged)
+        os.replace(staged, package / built.name)
+    target = package / built.name
+    for other in package.glob(prefix + ".*"):
+        if other != target and other.suffix in (".so", ".pyd", ".dylib"):
+            other.unlink()  # another build's name would shadow or confuse this one
+    return target
+
+
 def _cdef() -> Callable[[str], str]:
     spec = importlib.util.spec_from_file_location("_pylucid_cdef", _HERE / "_cdef.py")
     assert spec is not None and spec.loader is not None
@@ -95,21 +160,17 @@ def make_ffi(native: pathlib.Path) -> Any:
 
 def build_inplace(native: pathlib.Path) -> pathlib.Path:
     """Compiles the extension against ``native`` (a development tree's
-    python/pylucid/_native) and moves it into the package directory above it
-    with an atomic rename, so a process that has the old one loaded keeps
-    working. Returns its path."""
+    python/pylucid/_native) into the package directory above it (see
+    _build_extension_inplace). Returns its path."""
+    from setuptools import Extension
+
     native = native.resolve()
-    package = native.parent
     with tempfile.TemporaryDirectory() as tmp:
-        built = pathlib.Path(make_ffi(native).compile(tmpdir=tmp, verbose=False))
-        staged = package / (built.name + ".new")
-        shutil.copy2(built, staged)
-        os.replace(staged, package / built.name)
-    target = package / built.name
-    for other in package.glob("_lucid_ffi.*"):
-        if other != target and other.suffix in (".so", ".pyd", ".dylib"):
-            other.unlink()  # another build's name would shadow or confuse this one
-    return target
+        c_file = pathlib.Path(tmp) / "_lucid_ffi.c"
+        make_ffi(native).emit_c_code(str(c_file))
+        ext = Extension(MODULE, sources=[str(c_file)], include_dirs=[str(native)], library_dirs=[str(native)],
+                        **extension_kwargs())
+        return _build_extension_inplace(ext, MODULE, native.parent, "_lucid_ffi")
 
 
 HOT_MODULE = "pylucid._hot"
@@ -126,28 +187,10 @@ def hot_extension(native: pathlib.Path) -> Any:
 
 
 def build_hot_inplace(native: pathlib.Path) -> pathlib.Path:
-    """Compiles ``pylucid._hot`` against ``native`` and moves it into the
-    package directory with an atomic rename (see build_inplace)."""
-    from setuptools import Distribution
-
+    """Compiles ``pylucid._hot`` against ``native`` into the package directory
+    (see build_inplace)."""
     native = native.resolve()
-    package = native.parent
-    with tempfile.TemporaryDirectory() as tmp:
-        dist = Distribution({"name": "pylucid-hot", "ext_modules": [hot_extension(native)]})
-        cmd: Any = dist.get_command_obj("build_ext")
-        cmd.build_lib = os.path.join(tmp, "lib")
-        cmd.build_temp = os.path.join(tmp, "temp")
-        cmd.ensure_finalized()
-        cmd.run()
-        built = pathlib.Path(cmd.get_ext_fullpath(HOT_MODULE))
-        staged = package / (built.name + ".new")
-        shutil.copy2(built, staged)
-        os.replace(staged, package / built.name)
-    target = package / built.name
-    for other in package.glob("_hot.*"):
-        if other != target and other.suffix in (".so", ".pyd", ".dylib"):
-            other.unlink()
-    return target
+    return _build_extension_inplace(hot_extension(native), HOT_MODULE, native.parent, "_hot")
 
 
 if __name__ == "__main__":
