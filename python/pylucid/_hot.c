@@ -17,8 +17,8 @@
  * as before. Errors from the library are raised by the registered
  * raise_status, which fetches the message on this same thread.
  *
- * Limited API (Py_LIMITED_API is set by the build to 3.9), like the cffi
- * extension: one wheel for CPython 3.9 and later.
+ * Limited API (Py_LIMITED_API is set by the build to 3.10), like the cffi
+ * extension: one wheel for CPython 3.10 and later.
  */
 #include <Python.h>
 #include <structmember.h>
