@@ -122,8 +122,10 @@ def check_minmax(name: str, a: Any, b: Any, out_dtype: Optional[str] = None) -> 
         same_bits(got, rule, name)  # no conversion: the winner's exact bits
     else:
         same_values(got, rule, name)
-        ok = ~np.isnan(got.astype(np.float64)) if got.dtype.kind == "f" or got.dtype == T.BF16 else slice(None)
-        assert np.array_equal(np.signbit(got.astype(np.float64))[ok], np.signbit(rule.astype(np.float64))[ok])
+        if got.dtype.kind == "f" or got.dtype == T.BF16:  # signed zeros survive every conversion
+            g64, r64 = np.atleast_1d(got.astype(np.float64)), np.atleast_1d(rule.astype(np.float64))
+            ok = ~np.isnan(g64)
+            assert np.array_equal(np.signbit(g64[ok]), np.signbit(r64[ok])), (got, rule)
     return got
 
 
