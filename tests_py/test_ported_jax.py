@@ -24,11 +24,14 @@ Deliberate differences from JAX, asserted as pylucid's rule:
   pylucid keeps float64 when asked (JAX's ALLOW x64 mode, which the table
   rows for explicit float64 follow);
 * uint16/32/64 and complex raise TypeError (JAX computes);
+* two Python scalars give the default dtype of the higher category
+  (float32 with a float; JAX: a weak float); NumPy scalars, np.float64
+  included, are strong operands (docs/dtypes.md);
+* a Python int with an integer operand must fit the result dtype, else
+  OverflowError (NumPy 2's rule too, which the test derives the expectation
+  from; JAX wraps it into the dtype); with a float result it rounds;
 * integer sums are int64 for every integer dtype (JAX: uint64 for unsigned);
   mean of an integer tensor raises TypeError (JAX computes in float).
-
-Cases of behaviour other issue-10 changes bring (two Python scalars give
-float32; np.float64 scalars are strong) are in ``TestAwaitingIssue10Fixes``.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ import pytest
 
 import optable as T
 import pylucid
-from ported_util import (MINMAX, OPS, WINS, cast, check_minmax, check_minmax_grad, name_of, result_name, rng_for,
-                         same_values, to_numpy)
+from ported_util import (MINMAX, NP_OPS, OPS, WINS, cast, check_minmax, check_minmax_grad, result_name, rng_for,
+                         to_numpy)
 from pylucid import autograd, ops
 
 # ---------------------------------------------------------------- JAX's dtypes and shapes
@@ -123,14 +126,26 @@ def _supported(x) -> bool:
     return True
 
 
-def _awaits_issue10(a, b) -> bool:
-    """Operand pairs whose result dtype depends on issue-10 item 3: two Python
-    scalars with a float among them (float32 by the rule; float64 today), and
-    np.float64 NumPy scalars (strong by the rule, weak today as float subclasses)."""
-    both_python = not isinstance(a, (np.ndarray, np.generic)) and not isinstance(b, (np.ndarray, np.generic))
-    if both_python and (isinstance(a, float) or isinstance(b, float)):
+def _numpy_overflows(name, a, b) -> bool:
+    """Whether NumPy 2 refuses the pair with OverflowError (NEP 50: a Python
+    int that does not fit the integer dtype of the other operand)."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            NP_OPS[name](a, b)
+    except OverflowError:
         return True
-    return any(isinstance(x, np.float64) and not isinstance(x, np.ndarray) for x in (a, b))
+    return False
+
+
+def _int_does_not_fit(a, b) -> bool:
+    """pylucid's rule (docs/dtypes.md): a Python int converted to an integer
+    result dtype must fit it (to a float result dtype it rounds)."""
+    out = result_name(a, b)
+    if out not in T.INT_NAMES:
+        return False
+    info = np.iinfo(T.NP_OF[out])
+    return any(type(x) is int and not info.min <= x <= info.max for x in (a, b))
 
 
 def _testop_operands(name, shapes):
@@ -145,6 +160,12 @@ def _testop_operands(name, shapes):
 def _run_testop(name, a, b):
     if not (_supported(a) and _supported(b)):
         with pytest.raises(TypeError):
+            OPS[name](a, b)
+        return
+    overflows = _numpy_overflows(name, a, b)
+    assert overflows == _int_does_not_fit(a, b), (a, b)  # NumPy 2 and pylucid agree here
+    if overflows:
+        with pytest.raises(OverflowError, match=result_name(a, b)):
             OPS[name](a, b)
         return
     check_minmax(name, a, b)
@@ -163,13 +184,14 @@ def test_numpy_op(name, shapes):
     op_record("maximum"/"minimum", 2, all_dtypes, all_shapes,
     jtu.rand_some_inf): every broadcast-compatible shape pair (NumPy and
     Python scalars included) x every dtype pair, against NumPy; the result
-    dtype is pylucid's promotion; unsupported dtypes (uint16/32/64, complex)
-    raise TypeError. (np.float64 scalars and two Python scalars with a float:
-    TestAwaitingIssue10Fixes.)"""
+    dtype is pylucid's promotion (NumPy scalars, np.float64 included, are
+    strong; two Python scalars give the default dtype of the higher category,
+    float32 with a float); unsupported dtypes (uint16/32/64, complex) raise
+    TypeError; a Python int that does not fit an integer result dtype (a
+    negative one with uint8) raises OverflowError where NumPy 2 does (JAX
+    wraps it)."""
     n = 0
     for a, b in _testop_operands(name, shapes):
-        if _awaits_issue10(a, b):
-            continue
         _run_testop(name, a, b)
         n += 1
     assert n > 0
@@ -383,26 +405,30 @@ def _check_table_entry(i, j, opname, numpy_scalar=False):
     assert to_numpy(z).astype(np.float64).item() == 0.0
 
 
-def _table_awaits(i, j) -> bool:
-    return TABLE_CODES[i] in ("i*", "f*") and TABLE_CODES[j] in ("i*", "f*") and "f*" in (TABLE_CODES[i],
-                                                                                      TABLE_CODES[j])
-
-
-#: the pairs of two weak operands with a float are in TestAwaitingIssue10Fixes
-TABLE_PAIRS_NOW = [(i, j) for i, j in TABLE_PAIRS if not _table_awaits(i, j)]
-
-
 @pytest.mark.parametrize("opname", ["add", "minimum", "maximum"])
-@pytest.mark.parametrize("ij", TABLE_PAIRS_NOW, ids=["%s+%s" % (TABLE_CODES[i], TABLE_CODES[j])
-                                                     for i, j in TABLE_PAIRS_NOW])
+@pytest.mark.parametrize("ij", TABLE_PAIRS, ids=["%s+%s" % (TABLE_CODES[i], TABLE_CODES[j])
+                                                 for i, j in TABLE_PAIRS])
 def test_binary_promotion_table(ij, opname):
     """dtypes_test.py DtypesTest.testBinaryPromotionTable, the enable_x64
     table, with + as there and minimum/maximum: strong operands are 0-d
     tensors, weak ones Python scalars. Where JAX answers a weak type (i*,
-    f*) pylucid gives its default dtype (int64, float32), not weak; dtypes
-    pylucid lacks (u2/u4/u8, complex) raise TypeError. (Two weak operands
-    with a float: TestAwaitingIssue10Fixes.)"""
+    f*) pylucid gives its default dtype (int64, float32), not weak — two
+    weak operands included (i* + f* is float32); dtypes pylucid lacks
+    (u2/u4/u8, complex) raise TypeError."""
     _check_table_entry(ij[0], ij[1], opname)
+
+
+@pytest.mark.parametrize("opname", ["add", "minimum"])
+@pytest.mark.parametrize("other", [c for c in TABLE_CODES if c in CODE_TO_PL],
+                         ids=[c for c in TABLE_CODES if c in CODE_TO_PL])
+def test_binary_promotion_table_numpy_float64_scalar(other, opname):
+    """dtypes_test.py DtypesTest.testBinaryPromotionTable with the table's own
+    values, NumPy scalars (dtype(0)): np.float64(0) is strong although it
+    subclasses float, so the f8 row holds with every other operand (float32
+    with it is float64)."""
+    i, j = TABLE_CODES.index("f8"), TABLE_CODES.index(other)
+    _check_table_entry(i, j, opname, numpy_scalar=True)
+    _check_table_entry(j, i, opname, numpy_scalar=True)
 
 
 JIT_TYPES = [int, float, np.int16, np.int32, np.float16, np.float32]
@@ -423,13 +449,14 @@ def test_binary_promotion_jit_invariance(types):
     float32 and xfun, yfun in identity, abs, array (jnp.array here
     pylucid.tensor, which makes a strong default-dtype tensor of a Python
     scalar; JAX's keeps it weak) follows the promotion rule — the same
-    function computed independently from the operands' kinds. (Two Python
-    scalars with a float: TestAwaitingIssue10Fixes.)"""
+    function computed independently from the operands' kinds. Two Python
+    scalars give the default dtype of the higher category: int64, or float32
+    with a float (JAX: a weak int / weak float)."""
     for xn, yn, x, y in _jit_invariance_cases(*types):
-        if _awaits_issue10(x, y):
-            continue
         z = ops.add(x, y)
         assert z.dtype.name == result_name(x, y), (xn, yn, x, y)
+        if type(x) in (int, float) and type(y) in (int, float):
+            assert z.dtype.name == ("float32" if float in (type(x), type(y)) else "int64"), (xn, yn, x, y)
         assert z.item() == 2
 
 
@@ -476,61 +503,3 @@ def test_reducer(opname, dtype, shape):
                 np.testing.assert_allclose(g, want, rtol=tol, atol=tol, equal_nan=True)
             else:
                 assert np.array_equal(g, want)
-
-
-# ====================================================================== TestAwaitingIssue10Fixes
-
-
-#: the testOp shape pairs with operand pairs that await item 3 (NumPy scalars, two Python scalars)
-SCALAR_SHAPE_PAIRS = [p for p in TESTOP_SHAPE_PAIRS if NUMPY_SCALAR_SHAPE in p or p == (PYTHON_SCALAR_SHAPE,) * 2]
-
-
-class TestAwaitingIssue10Fixes:
-    """JAX cases of behaviour other issue-10 changes bring (item 3: two Python
-    scalars give the default dtype of the higher category, float32 for a
-    float; NumPy scalars, np.float64 included, are strong)."""
-
-    @pytest.mark.parametrize("shapes", SCALAR_SHAPE_PAIRS, ids=["%s-%s" % p for p in SCALAR_SHAPE_PAIRS])
-    @pytest.mark.parametrize("name", MINMAX)
-    def test_numpy_op_scalars(self, name, shapes):
-        """Item 3. lax_numpy_operators_test.py testOp, the operand pairs left
-        out of test_numpy_op: np.float64 NumPy scalars (strong: float64 wins
-        over a float32 array) and two Python scalars with a float (float32)."""
-        n = 0
-        for a, b in _testop_operands(name, shapes):
-            if _awaits_issue10(a, b):
-                _run_testop(name, a, b)
-                n += 1
-        assert n > 0
-
-    @pytest.mark.parametrize("opname", ["add", "minimum", "maximum"])
-    @pytest.mark.parametrize("pair", [("i*", "f*"), ("f*", "i*"), ("f*", "f*")], ids=["i+f", "f+i", "f+f"])
-    def test_binary_promotion_table_weak_pairs(self, pair, opname):
-        """Item 3. dtypes_test.py testBinaryPromotionTable, i* + f*, f* + i*,
-        f* + f*: JAX gives a weak float (f*); pylucid the default float,
-        float32."""
-        _check_table_entry(TABLE_CODES.index(pair[0]), TABLE_CODES.index(pair[1]), opname)
-
-    @pytest.mark.parametrize("opname", ["add", "minimum"])
-    @pytest.mark.parametrize("other", [c for c in TABLE_CODES if c in CODE_TO_PL],
-                             ids=[c for c in TABLE_CODES if c in CODE_TO_PL])
-    def test_binary_promotion_table_numpy_float64_scalar(self, other, opname):
-        """Item 3. dtypes_test.py testBinaryPromotionTable with the table's own
-        values, NumPy scalars (dtype(0)): np.float64(0) is strong, so the f8
-        row holds with every other operand (float32 with it is float64)."""
-        i, j = TABLE_CODES.index("f8"), TABLE_CODES.index(other)
-        _check_table_entry(i, j, opname, numpy_scalar=True)
-        _check_table_entry(j, i, opname, numpy_scalar=True)
-
-    @pytest.mark.parametrize("types", [(int, float), (float, int), (float, float)],
-                             ids=["int-float", "float-int", "float-float"])
-    def test_binary_promotion_jit_invariance_python_scalars(self, types):
-        """Item 3. dtypes_test.py testBinaryPromotionJitInvariance, the pairs of
-        two Python scalars with a float: float32 (JAX: a weak float)."""
-        n = 0
-        for xn, yn, x, y in _jit_invariance_cases(*types):
-            if _awaits_issue10(x, y):
-                z = ops.add(x, y)
-                assert z.dtype.name == result_name(x, y) == "float32", (xn, yn, x, y)
-                n += 1
-        assert n > 0

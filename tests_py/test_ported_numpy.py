@@ -14,14 +14,15 @@ which is asserted as pylucid's rule with NumPy's behaviour in a comment:
   ``float32``; NumPy gives ``float64``), and the integer sum is int64 for
   every integer dtype (NumPy: uint64 for unsigned);
 * an int/int true division gives the default float, float32 (NumPy float64);
+* two Python scalars give the default dtype of the higher category (float32
+  with a float; NumPy float64);
 * ``out=`` parts of NumPy's tests are left out (pylucid's ops take no ``out=``).
+
+As in NumPy 2, NumPy scalars (np.float64 included) are strong operands and a
+Python int that does not fit an integer operand's dtype raises OverflowError.
 
 NumPy's tests for ``np.minimum.reduce`` are ported as the left fold of the
 binary op, which is what the reduction computes.
-
-Tests of behaviour that other issue-10 changes bring (Python ints out of range
-raise OverflowError, NumPy scalars are strong, two Python scalars give the
-default dtype) are in ``TestAwaitingIssue10Fixes`` at the end.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from hypothesis import strategies as st
 
 import optable as T
 import pylucid
-from ported_util import (MINMAX, NP_OPS, OPS, WINS, cast, check_minmax, check_minmax_grad, elements, fold,
+from ported_util import (MINMAX, NP_OPS, OPS, cast, check_minmax, check_minmax_grad, elements, fold,
                          rng_for, same_bits, same_values, to_numpy)
 from pylucid import ops
 
@@ -292,14 +293,18 @@ def test_reduce_reorder(n, code):
 
 def test_minimize_no_warns():
     """test_umath.py TestMinMax.test_minimize_no_warns: minimum(nan, 1) is NaN
-    and warns nothing (the result dtype of two Python scalars is tested in
-    TestAwaitingIssue10Fixes)."""
+    and warns nothing. Two Python scalars give the default dtype of the
+    higher category: float32 (NumPy gives float64)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         a = ops.minimum(np.nan, 1)
         assert np.isnan(a.item())
+        assert a.dtype is pylucid.float32
         assert np.isnan(ops.minimum(np.array(np.nan), 1).item())
         assert np.isnan(ops.maximum(1, np.array([np.nan])).item())
+    assert ops.minimum(1, 2.0).dtype is pylucid.float32
+    assert ops.maximum(1, 2).dtype is pylucid.int64
+    assert ops.maximum(True, False).dtype is pylucid.bool_
 
 
 # ====================================================================== test_umath.py TestBool
@@ -392,9 +397,10 @@ def test_nep50_examples():
     """test_nep50_promotions.py test_nep50_examples, with pylucid ops: a uint8
     array with a Python int stays uint8; with a strong int64 (NumPy scalar or
     0-d array) it is int64; float32 with a Python float too large overflows
-    to inf in float32. Difference: float32 with int64 stays float32 in
-    pylucid (an integer with a float gives that float); NumPy gives float64.
-    (np.float64 scalars: TestAwaitingIssue10Fixes.)"""
+    to inf in float32; ``np.array([0.1], float32) + np.float64(0.1)`` is
+    float64 — a NumPy scalar is strong although np.float64 subclasses float.
+    Difference: float32 with int64 stays float32 in pylucid (an integer with
+    a float gives that float); NumPy gives float64."""
     u8 = np.array([1], np.uint8)
     for op in (ops.add, ops.minimum, ops.maximum):
         assert op(u8, 2).dtype is pylucid.uint8
@@ -402,6 +408,9 @@ def test_nep50_examples():
         assert op(u8, np.array(1, dtype=np.int64)).dtype is pylucid.int64
         assert op(np.array([1.0], np.float32), np.int64(3)).dtype is pylucid.float32  # NumPy: float64
         assert op(np.array([1.0], np.float32), np.array(3, np.int64)).dtype is pylucid.float32
+        assert op(np.array([0.1], np.float32), np.float64(0.1)).dtype is pylucid.float64
+        assert op(np.float64(0.1), np.array([0.1], np.float16)).dtype is pylucid.float64
+        assert op(pylucid.tensor([1.0]), np.float64(1.0)).dtype is pylucid.float64
     r = ops.add(np.array([1.0], np.float32), 3e100)
     assert r.dtype is pylucid.float32 and np.isinf(r.item())
     r = ops.maximum(np.array([1.0], np.float32), 3e100)
@@ -426,17 +435,13 @@ def test_nep50_weak_integers(code, opname):
     assert to_numpy(res).item() == want.item()
 
 
-def test_nep50_weak_integers_with_inexact():
-    """test_nep50_promotions.py test_nep50_weak_integers_with_inexact, float16:
-    a Python int beyond the float's range rounds to inf in that dtype.
-    (float32, bfloat16, whose range passes int64's, and float64, which raises
-    OverflowError: TestAwaitingIssue10Fixes.)"""
-    _weak_integers_with_inexact("e")
-
-
-def _weak_integers_with_inexact(code):
+@pytest.mark.parametrize("code", ["e", "f", "bfloat16"])
+def test_nep50_weak_integers_with_inexact(code):
+    """test_nep50_promotions.py test_nep50_weak_integers_with_inexact, float16
+    and float32 (bfloat16 added): a Python int beyond the float's range (for
+    float32 and bfloat16 beyond int64's too) rounds to inf in that dtype."""
     dt = T.BF16 if code == "bfloat16" else np.dtype(code)
-    too_big_int = int(T.ml_dtypes.finfo(dt).max) * 2
+    too_big_int = int(float(T.ml_dtypes.finfo(dt).max)) * 2
     arr = np.array(1, dtype=dt)
     for op in (ops.add, ops.maximum):
         res = op(arr, too_big_int)
@@ -447,8 +452,9 @@ def _weak_integers_with_inexact(code):
 
 @pytest.mark.parametrize("opname", ["add", "minimum", "maximum", "mul"])
 def test_weak_promotion_scalar_path(opname):
-    """test_nep50_promotions.py test_weak_promotion_scalar_path (integer and
-    float paths; the OverflowError part is in TestAwaitingIssue10Fixes)."""
+    """test_nep50_promotions.py test_weak_promotion_scalar_path: the integer
+    and float paths keep the array's dtype, and ``op(np.uint8(3), 1000)``
+    raises OverflowError."""
     op = getattr(ops, opname)
     res = op(np.array(3, np.uint8), 5)
     assert res.item() == {"add": 8, "minimum": 3, "maximum": 5, "mul": 15}[opname]
@@ -456,6 +462,48 @@ def test_weak_promotion_scalar_path(opname):
     res = op(np.array(3, np.float32), 5.0)
     assert res.item() == {"add": 8.0, "minimum": 3.0, "maximum": 5.0, "mul": 15.0}[opname]
     assert res.dtype is pylucid.float32
+    with pytest.raises(OverflowError):
+        op(np.array([3], np.uint8), 1000)
+
+
+def test_nep50_weak_integers_with_inexact_float64():
+    """test_nep50_promotions.py test_nep50_weak_integers_with_inexact, 'd': a
+    Python int past float64's range raises OverflowError (as Python's
+    float())."""
+    too_big_int = int(np.finfo(np.float64).max) * 2
+    for op in (ops.add, ops.minimum, ops.maximum):
+        with pytest.raises(OverflowError):
+            op(np.array(1, dtype=np.float64), too_big_int)
+
+
+@pytest.mark.parametrize("value", [300, -1])
+@pytest.mark.parametrize("opname", ["add", "minimum", "maximum"])
+def test_nep50_integer_conversion_errors(opname, value):
+    """test_nep50_promotions.py test_nep50_integer_conversion_errors: uint8
+    with 300 or -1 raises OverflowError naming uint8 (NumPy's message:
+    'Python integer -1 out of bounds for uint8')."""
+    with pytest.raises(OverflowError, match="uint8"):
+        getattr(ops, opname)(np.array([1], np.uint8), value)
+
+
+@pytest.mark.parametrize("value", [2**63, 2**100, -(2**63) - 1])
+@pytest.mark.parametrize("opname", ["add", "minimum", "maximum"])
+def test_nep50_huge_integers(opname, value):
+    """test_nep50_promotions.py test_nep50_huge_integers: an int64 operand
+    with 2**63 or 2**100 raises OverflowError."""
+    with pytest.raises(OverflowError):
+        getattr(ops, opname)(np.array([1], np.int64), value)
+    with pytest.raises(OverflowError):
+        getattr(ops, opname)(pylucid.tensor([0]), value)
+
+
+def test_nep50_huge_integer_to_float():
+    """test_nep50_promotions.py test_nep50_huge_integers: ``ufunc(1.0,
+    2**100)`` is a float (NumPy: float64); in pylucid two Python scalars give
+    float32, and 2**100 rounds to nearest in it."""
+    r = ops.maximum(1.0, 2**100)
+    assert r.dtype is pylucid.float32
+    assert r.item() == float(np.float32(2.0**100))
 
 
 @settings(max_examples=60, deadline=None, database=None)
@@ -497,7 +545,7 @@ CMP_OUT_OF_RANGE = [(c, v) for c, v in _CMP_PAIRS if not np.iinfo(c).min <= v <=
 def test_integer_comparison_values(name, code, other_val):
     """test_nep50_promotions.py test_integer_comparison, as minimum/maximum of
     an integer array of 10s with a Python int: where the int fits the dtype
-    the result is Python's min/max. (Ints that do not fit: awaiting item 2.)"""
+    the result is Python's min/max."""
     val = np.array([10, 10], dtype=code)
     want = (min if name == "minimum" else max)(10, other_val)
     got = OPS[name](val, other_val)
@@ -505,6 +553,35 @@ def test_integer_comparison_values(name, code, other_val):
     assert to_numpy(got).tolist() == [want, want]
     got = OPS[name](other_val, val)
     assert to_numpy(got).tolist() == [want, want]
+
+
+@pytest.mark.parametrize("code, other_val", CMP_OUT_OF_RANGE)
+@pytest.mark.parametrize("name", MINMAX)
+def test_integer_comparison_out_of_range(name, code, other_val):
+    """test_nep50_promotions.py test_integer_comparison, the values that do
+    not fit the dtype: minimum/maximum raise OverflowError (NumPy's
+    np.minimum raises OverflowError too; its comparisons compare exactly)."""
+    with pytest.raises(OverflowError):
+        NP_OPS[name](np.array([10], code), other_val)  # the reference raises too
+    with pytest.raises(OverflowError):
+        OPS[name](np.array([10, 10], dtype=code), other_val)
+    with pytest.raises(OverflowError):
+        OPS[name](other_val, pylucid.tensor(np.array([10, 10], dtype=code)))
+
+
+@pytest.mark.parametrize("code", ["b", "h", "i", "l", "B"])
+def test_oob_creation(code):
+    """test_nep50_promotions.py test_oob_creation: creating a tensor of an
+    integer dtype from a Python int out of its range raises OverflowError;
+    the bounds themselves are kept."""
+    iinfo = np.iinfo(code)
+    pl = pylucid.dtypes.from_numpy_dtype(np.dtype(code))
+    with pytest.raises(OverflowError):
+        pylucid.tensor([iinfo.min - 1], dtype=pl)
+    with pytest.raises(OverflowError):
+        pylucid.tensor([iinfo.max + 1], dtype=pl)
+    assert pylucid.tensor([iinfo.min], dtype=pl).tolist() == [iinfo.min]
+    assert pylucid.tensor([iinfo.max], dtype=pl).tolist() == [iinfo.max]
 
 
 # ====================================================================== casts (test_half.py)
@@ -553,112 +630,7 @@ def test_half_overflow_underflow():
     the smallest values round as NumPy, signed zeros keep their sign."""
     x = np.array([65504.0, 65519.996, 65520.0, 1e6, -1e6, 2.0**-24, 2.0**-25, 2.0**-25 * 1.0001,
                   -(2.0**-26), 0.0, -0.0, np.inf, -np.inf], dtype=np.float32)
-    same_bits(to_numpy(pylucid.from_numpy(x).to(pylucid.float16)), x.astype(np.float16))
-    same_bits(to_numpy(pylucid.from_numpy(x.astype(np.float64)).to(pylucid.float16)),
-              x.astype(np.float64).astype(np.float16))
-
-
-# ====================================================================== TestAwaitingIssue10Fixes
-
-
-class TestAwaitingIssue10Fixes:
-    """NumPy cases of behaviour that other issue-10 changes bring: each test
-    names the issue item it depends on."""
-
-    def test_minimize_no_warns_dtype(self):
-        """Item 3. test_umath.py TestMinMax.test_minimize_no_warns: two Python
-        scalars give the default dtype of the higher category (float32);
-        NumPy gives float64."""
-        assert ops.minimum(np.nan, 1).dtype is pylucid.float32
-        assert ops.minimum(1, 2.0).dtype is pylucid.float32
-        assert ops.maximum(1, 2).dtype is pylucid.int64
-        assert ops.maximum(True, False).dtype is pylucid.bool_
-
-    @pytest.mark.parametrize("opname", ["add", "minimum", "maximum"])
-    def test_nep50_float64_scalar_is_strong(self, opname):
-        """Item 3. test_nep50_promotions.py test_nep50_examples:
-        ``np.array([0.1], float32) + np.float64(0.1)`` is float64 — a NumPy
-        scalar is strong although np.float64 subclasses float."""
-        op = getattr(ops, opname)
-        assert op(np.array([0.1], np.float32), np.float64(0.1)).dtype is pylucid.float64
-        assert op(np.float64(0.1), np.array([0.1], np.float16)).dtype is pylucid.float64
-        assert op(pylucid.tensor([1.0]), np.float64(1.0)).dtype is pylucid.float64
-
-    @pytest.mark.parametrize("code", ["f", "bfloat16"])
-    def test_nep50_weak_integers_with_inexact(self, code):
-        """Item 2. test_nep50_promotions.py test_nep50_weak_integers_with_inexact,
-        float32 (and bfloat16): a Python int past the float's range (and
-        int64's) rounds to inf in that dtype (today: ValueError 'does not fit
-        in int64')."""
-        _weak_integers_with_inexact(code)
-
-    def test_nep50_weak_integers_with_inexact_float64(self):
-        """Item 2. test_nep50_promotions.py
-        test_nep50_weak_integers_with_inexact, 'd': a Python int past
-        float64's range raises OverflowError (as Python's float())."""
-        too_big_int = int(np.finfo(np.float64).max) * 2
-        for op in (ops.add, ops.minimum, ops.maximum):
-            with pytest.raises(OverflowError):
-                op(np.array(1, dtype=np.float64), too_big_int)
-
-    @pytest.mark.parametrize("opname", ["add", "minimum", "maximum"])
-    def test_weak_promotion_scalar_path_overflow(self, opname):
-        """Item 2. test_nep50_promotions.py test_weak_promotion_scalar_path:
-        ``op(np.uint8(3), 1000)`` raises OverflowError."""
-        with pytest.raises(OverflowError):
-            getattr(ops, opname)(np.array([3], np.uint8), 1000)
-
-    @pytest.mark.parametrize("value", [300, -1])
-    @pytest.mark.parametrize("opname", ["add", "minimum", "maximum"])
-    def test_nep50_integer_conversion_errors(self, opname, value):
-        """Item 2. test_nep50_promotions.py test_nep50_integer_conversion_errors:
-        uint8 with 300 or -1 raises OverflowError naming uint8 (NumPy's
-        message: 'Python integer -1 out of bounds for uint8')."""
-        with pytest.raises(OverflowError, match="uint8"):
-            getattr(ops, opname)(np.array([1], np.uint8), value)
-
-    @pytest.mark.parametrize("value", [2**63, 2**100, -(2**63) - 1])
-    @pytest.mark.parametrize("opname", ["add", "minimum", "maximum"])
-    def test_nep50_huge_integers(self, opname, value):
-        """Item 2. test_nep50_promotions.py test_nep50_huge_integers: an int64
-        operand with 2**63 or 2**100 raises OverflowError."""
-        with pytest.raises(OverflowError):
-            getattr(ops, opname)(np.array([1], np.int64), value)
-        with pytest.raises(OverflowError):
-            getattr(ops, opname)(pylucid.tensor([0]), value)
-
-    def test_nep50_huge_integer_to_float(self):
-        """Items 2 and 3. test_nep50_promotions.py test_nep50_huge_integers:
-        ``ufunc(1.0, 2**100)`` is a float (NumPy: float64); in pylucid two
-        Python scalars give float32, and 2**100 rounds to nearest in it."""
-        r = ops.maximum(1.0, 2**100)
-        assert r.dtype is pylucid.float32
-        assert r.item() == float(np.float32(2.0**100))
-
-    @pytest.mark.parametrize("code, other_val", CMP_OUT_OF_RANGE)
-    @pytest.mark.parametrize("name", MINMAX)
-    def test_integer_comparison_out_of_range(self, name, code, other_val):
-        """Item 2. test_nep50_promotions.py test_integer_comparison, the
-        values that do not fit the dtype: minimum/maximum raise OverflowError
-        (NumPy's np.minimum raises OverflowError too; its comparisons
-        compare exactly)."""
-        with pytest.raises(OverflowError):
-            np.minimum(np.array([10], code), other_val)  # the reference raises too
-        with pytest.raises(OverflowError):
-            OPS[name](np.array([10, 10], dtype=code), other_val)
-        with pytest.raises(OverflowError):
-            OPS[name](other_val, pylucid.tensor(np.array([10, 10], dtype=code)))
-
-    @pytest.mark.parametrize("code", ["b", "h", "i", "l", "B"])
-    def test_oob_creation(self, code):
-        """Item 2. test_nep50_promotions.py test_oob_creation: creating a
-        tensor of an integer dtype from a Python int out of its range raises
-        OverflowError; the bounds themselves are kept."""
-        iinfo = np.iinfo(code)
-        pl = pylucid.dtypes.from_numpy_dtype(np.dtype(code))
-        with pytest.raises(OverflowError):
-            pylucid.tensor([iinfo.min - 1], dtype=pl)
-        with pytest.raises(OverflowError):
-            pylucid.tensor([iinfo.max + 1], dtype=pl)
-        assert pylucid.tensor([iinfo.min], dtype=pl).tolist() == [iinfo.min]
-        assert pylucid.tensor([iinfo.max], dtype=pl).tolist() == [iinfo.max]
+    with np.errstate(over="ignore"):  # the reference's casts overflow to inf, as they should
+        want32, want64 = x.astype(np.float16), x.astype(np.float64).astype(np.float16)
+    same_bits(to_numpy(pylucid.from_numpy(x).to(pylucid.float16)), want32)
+    same_bits(to_numpy(pylucid.from_numpy(x.astype(np.float64)).to(pylucid.float16)), want64)
