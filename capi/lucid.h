@@ -8,7 +8,9 @@
  *    LUCID_EPANIC, LUCID_EOVERFLOW: a host integer out of range for a
  *    result dtype, LUCID_ENOMEM: an allocation the machine cannot satisfy,
  *    refused before any work). After a non-zero status, lucid_errmsg on the same thread
- *    returns the message.
+ *    returns the message. The one non-zero status that is not an error,
+ *    LUCID_PENDING, comes only to callers that ask for it
+ *    (LUCID_MODE_INTERRUPTIBLE).
  *  - Go objects cross the boundary only as int64 handles (tensors, autograd
  *    nodes, backward runs). A handle is released with lucid_release; 0 is
  *    never a valid handle. Tensor data lives in C memory (allocated by the
@@ -20,7 +22,9 @@
  *  - Strides are in elements. Shapes have at most LUCID_MAX_DIMS dims.
  *  - Every function recovers Go panics and reports them as LUCID_EPANIC.
  *  - The library installs no signal handlers and never calls back into the
- *    caller. It must not be used in a child process after fork().
+ *    caller; a caller that wants to honour Ctrl-C during a long call takes it
+ *    as a job (LUCID_MODE_INTERRUPTIBLE). It must not be used in a child
+ *    process after fork().
  *
  * This header is also the cdef of the Python binding (python/pylucid/_cdef.py
  * strips the preprocessor lines; the compiled extension includes it whole),
