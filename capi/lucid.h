@@ -8,7 +8,9 @@
  *    LUCID_EPANIC, LUCID_EOVERFLOW: a host integer out of range for a
  *    result dtype, LUCID_ENOMEM: an allocation the machine cannot satisfy,
  *    refused before any work). After a non-zero status, lucid_errmsg on the same thread
- *    returns the message.
+ *    returns the message. The one non-zero status that is not an error,
+ *    LUCID_PENDING, comes only to callers that ask for it
+ *    (LUCID_MODE_INTERRUPTIBLE).
  *  - Go objects cross the boundary only as int64 handles (tensors, autograd
  *    nodes, backward runs). A handle is released with lucid_release; 0 is
  *    never a valid handle. Tensor data lives in C memory (allocated by the
@@ -20,7 +22,9 @@
  *  - Strides are in elements. Shapes have at most LUCID_MAX_DIMS dims.
  *  - Every function recovers Go panics and reports them as LUCID_EPANIC.
  *  - The library installs no signal handlers and never calls back into the
- *    caller. It must not be used in a child process after fork().
+ *    caller; a caller that wants to honour Ctrl-C during a long call takes it
+ *    as a job (LUCID_MODE_INTERRUPTIBLE). It must not be used in a child
+ *    process after fork().
  *
  * This header is also the cdef of the Python binding (python/pylucid/_cdef.py
  * strips the preprocessor lines; the compiled extension includes it whole),
@@ -41,6 +45,8 @@
 #define LUCID_EPANIC 4
 #define LUCID_EOVERFLOW 5
 #define LUCID_ENOMEM 6
+/* Not an error: the call runs on as a job (see LUCID_MODE_INTERRUPTIBLE). */
+#define LUCID_PENDING 64
 
 /* dtypes (values of core/dtype.Dtype) */
 #define LUCID_BOOL 1
@@ -73,6 +79,17 @@
 #define LUCID_MODE_GRAD 1
 #define LUCID_MODE_AUTOCAST 2
 /* the autocast dtype goes in bits 8..15: mode |= dtype << 8 */
+/* The caller of lucid_reduce_meta takes long work as a job: a reduction over
+ * many elements (a broadcast view can make one last for hours in no memory)
+ * then returns LUCID_PENDING at once, before any work, with the job in
+ * meta[0], and runs on inside the library. The caller waits for it in short
+ * slices with lucid_job_wait, free to look for Ctrl-C between them (a host
+ * language's signal handlers run only when its thread comes back from the
+ * library), and gives up with lucid_job_cancel. Every job ends in exactly one
+ * lucid_job_wait that returns other than LUCID_PENDING, or one
+ * lucid_job_cancel. Other calls ignore the flag; without it every call runs
+ * to the end before returning. */
+#define LUCID_MODE_INTERRUPTIBLE 65536
 
 /* backward flags */
 #define LUCID_RETAIN_GRAPH 1
@@ -89,7 +106,8 @@
 #define LUCID_STAT_C_BYTES 2
 #define LUCID_STAT_C_BLOCKS 3
 #define LUCID_STAT_DLPACK 4    /* DLPack exports whose deleter has not run yet */
-#define LUCID_STAT_COUNT 5
+#define LUCID_STAT_JOBS 5      /* jobs (LUCID_MODE_INTERRUPTIBLE) whose work has not ended */
+#define LUCID_STAT_COUNT 6
 
 /* What the caller needs to know about a tensor, filled by every call that
  * returns one. */
@@ -238,8 +256,19 @@ int lucid_unary(int32_t op, int64_t a, int32_t mode, lucid_tensor_info *out);
 /* Sum or mean over dims (ndims < 0: all dims). */
 int lucid_reduce(int32_t op, int64_t a, const int64_t *dims, int32_t ndims, int32_t keepdim, int32_t mode,
                  lucid_tensor_info *out);
+/* With LUCID_MODE_INTERRUPTIBLE in mode: LUCID_PENDING and a job in meta[0]
+ * when the reduction is long. */
 int lucid_reduce_meta(int32_t op, int64_t a, const int64_t *dims, int32_t ndims, int32_t keepdim, int32_t mode,
                       int64_t *meta);
+/* Waits up to ms milliseconds (ms <= 0: not at all) for a job. While it runs:
+ * LUCID_PENDING. Once it has ended, the job is gone and this returns what the
+ * call that started it would have: LUCID_OK with its result in meta, or its
+ * error (message in lucid_errmsg on this thread). */
+int lucid_job_wait(int64_t job, int32_t ms, int64_t *meta);
+/* Stops a job and waits until its work has ended (within a fraction of a
+ * millisecond of work, on every thread it used); frees it and whatever it
+ * made. LUCID_EVALUE for a job that is unknown or has already ended. */
+int lucid_job_cancel(int64_t job);
 int lucid_cast(int64_t a, int32_t dtype, int32_t mode, lucid_tensor_info *out);
 /* A contiguous copy with the same bits (differentiable). */
 int lucid_copy(int64_t a, int32_t mode, lucid_tensor_info *out);

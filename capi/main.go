@@ -549,38 +549,55 @@ func lucid_unary(op C.int32_t, a C.int64_t, mode C.int32_t, out *C.lucid_tensor_
 	})
 }
 
-// reduceOp runs reduction op over dims (ndims < 0: all dims) of a.
+// reduceOp runs reduction op over dims (ndims < 0: all dims) of a. With
+// LUCID_MODE_INTERRUPTIBLE in mode, a long one is started as a job instead
+// (jobs.go) and its id returned.
 func reduceOp(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, keepdim C.int32_t,
-	mode C.int32_t) (*tensor.Tensor, error) {
+	mode C.int32_t) (*tensor.Tensor, int64, error) {
 	gateEnter()
-	c, err := contextOf(mode)
+	interruptible := mode&C.LUCID_MODE_INTERRUPTIBLE != 0
+	c, err := contextOf(mode &^ C.LUCID_MODE_INTERRUPTIBLE)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	t, err := getTensor(a)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var ds []int
 	if ndims >= 0 {
 		if ds, err = shapeOf(ndims, dims); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	switch op {
-	case C.LUCID_SUM:
-		return ops.Sum(c, t, ds, keepdim != 0)
-	case C.LUCID_MEAN:
+	if op != C.LUCID_SUM && op != C.LUCID_MEAN {
+		return nil, 0, errs.Valuef("unknown reduction %d", int(op))
+	}
+	if interruptible && t.Numel() >= longWork {
+		return nil, startReduceJob(c, op, t, ds, keepdim), nil
+	}
+	y, err := reduce(c, op, t, ds, keepdim)
+	return y, 0, err
+}
+
+// startReduceJob is reduceOp's long path (a function of its own, so that
+// its closure's captures cost reduceOp nothing).
+func startReduceJob(c *ops.Context, op C.int32_t, t *tensor.Tensor, ds []int, keepdim C.int32_t) int64 {
+	return startJob(c, func(c *ops.Context) (*tensor.Tensor, error) { return reduce(c, op, t, ds, keepdim) })
+}
+
+func reduce(c *ops.Context, op C.int32_t, t *tensor.Tensor, ds []int, keepdim C.int32_t) (*tensor.Tensor, error) {
+	if op == C.LUCID_MEAN {
 		return ops.Mean(c, t, ds, keepdim != 0)
 	}
-	return nil, errs.Valuef("unknown reduction %d", int(op))
+	return ops.Sum(c, t, ds, keepdim != 0)
 }
 
 //export lucid_reduce
 func lucid_reduce(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, keepdim C.int32_t, mode C.int32_t,
 	out *C.lucid_tensor_info) (rc C.int) {
 	defer recoverPanic(&rc)
-	t, err := reduceOp(op, a, dims, ndims, keepdim, mode)
+	t, _, err := reduceOp(op, a, dims, ndims, keepdim, mode&^C.LUCID_MODE_INTERRUPTIBLE)
 	if err == nil {
 		err = fill(out, t)
 	}
@@ -591,8 +608,13 @@ func lucid_reduce(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, k
 func lucid_reduce_meta(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, keepdim C.int32_t,
 	mode C.int32_t, meta *C.int64_t) (rc C.int) {
 	defer recoverPanic(&rc)
-	t, err := reduceOp(op, a, dims, ndims, keepdim, mode)
-	if err == nil {
+	t, job, err := reduceOp(op, a, dims, ndims, keepdim, mode)
+	switch {
+	case err != nil:
+	case job != 0:
+		*meta = C.int64_t(job) // meta[0]
+		return statusPending
+	default:
 		err = fillMeta(meta, t)
 	}
 	return status(err)
@@ -897,7 +919,8 @@ func lucid_stats(out *C.int64_t, n C.int32_t) C.int {
 		if n > 0 && out == nil {
 			return errs.Valuef("NULL output pointer")
 		}
-		vals := []int64{int64(handles.count()), borrowedCount.Load(), cBytes.Load(), cBlocks.Load(), dlpackLive()}
+		vals := []int64{int64(handles.count()), borrowedCount.Load(), cBytes.Load(), cBlocks.Load(), dlpackLive(),
+			jobsRunning.Load()}
 		dst := unsafe.Slice(out, int(n))
 		for i := range dst {
 			if i < len(vals) {

@@ -21,6 +21,7 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -107,6 +108,33 @@ type IBackend interface {
 type Threaded interface {
 	SetThreads(n int)
 	Threads() int
+}
+
+// Interruptible is an optional capability: a backend whose Sum can stop part
+// way through. The time a sum takes follows from its input's element count,
+// which a broadcast view makes as large as it likes (2**44 elements need no
+// memory), so a caller that may want to give up (Ctrl-C in a host language)
+// passes a done channel.
+type Interruptible interface {
+	// SumUntil is Sum that checks done between pieces of work (well under a
+	// millisecond of work apart, on each goroutine) and, once done is
+	// closed, stops early and returns ErrInterrupted, out then holding
+	// garbage. A nil done never closes. Results that are not interrupted are
+	// Sum's, bit for bit.
+	SumUntil(out, a *tensor.Tensor, done <-chan struct{}) error
+}
+
+// ErrInterrupted is the error of a kernel stopped by its done channel.
+var ErrInterrupted = errors.New("interrupted")
+
+// Stopped reports whether done is closed (never, for a nil done).
+func Stopped(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 var (

@@ -78,6 +78,16 @@
 // defined in Python) call autograd.Start with EngineMath. Gradient reductions
 // are deterministic: the same inputs give the same bits for any thread count.
 //
+// # Interrupting long ops
+//
+// A reduction's time follows from its input's element count, which a
+// broadcast view makes as large as it likes in no memory; Context.Done lets a
+// caller stop one part way (errors.Is(err, ErrInterrupted) then holds):
+//
+//	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+//	defer cancel()
+//	s, err := ops.Sum(&ops.Context{Done: ctx.Done()}, huge, nil, false)
+//
 // # Errors
 //
 // Errors are classified with package errs: shapes that do not broadcast,
@@ -155,7 +165,19 @@ type Context struct {
 	Backend     backend.IBackend
 	GradEnabled bool
 	Autocast    amp.State
+	// Done, when not nil, lets a caller give up on a long reduction: once
+	// it is closed, Sum and Mean stop within a fraction of a millisecond of
+	// work and return an error wrapping ErrInterrupted, having allocated
+	// nothing that outlives the call. A broadcast view can make a reduction
+	// last for hours in bounded memory (docs/errors.md). Pass ctx.Done() of a
+	// context.Context, or a channel of your own. Backends honour it through
+	// backend.Interruptible; with one that lacks it, Done is only looked at
+	// before the work starts.
+	Done <-chan struct{}
 }
+
+// ErrInterrupted is wrapped by the error of an op stopped by Context.Done.
+var ErrInterrupted = backend.ErrInterrupted
 
 // Default returns the default context: the cpu backend, gradients recorded,
 // autocast off.

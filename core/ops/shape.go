@@ -1,6 +1,9 @@
 package ops
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/pylucid/pylucid/core/amp"
 	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/dtype"
@@ -213,13 +216,26 @@ func reduceShape(name string, a *tensor.Tensor, dims []int, keepdim bool) (keep,
 }
 
 // reduce runs the backend sum of a into a fresh tensor of dtype dt and
-// keepdim shape keep.
-func reduce(c *Context, a *tensor.Tensor, keep []int, dt dtype.Dtype) (*tensor.Tensor, error) {
+// keepdim shape keep, stopping early once c.Done is closed.
+func reduce(c *Context, name string, a *tensor.Tensor, keep []int, dt dtype.Dtype) (*tensor.Tensor, error) {
 	out, err := tensor.Empty(dt, keep)
 	if err != nil {
 		return nil, err
 	}
-	return out, c.Backend.Sum(out, a)
+	if c.Done == nil {
+		return out, c.Backend.Sum(out, a)
+	}
+	if ib, ok := c.Backend.(backend.Interruptible); ok {
+		err = ib.SumUntil(out, a, c.Done)
+	} else if backend.Stopped(c.Done) {
+		err = ErrInterrupted
+	} else {
+		err = c.Backend.Sum(out, a)
+	}
+	if errors.Is(err, ErrInterrupted) {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, err
 }
 
 // Sum returns the sum of a over dims (nil: all dims), keeping reduced dims
@@ -235,7 +251,7 @@ func Sum(c *Context, a *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor
 	if err != nil {
 		return nil, err
 	}
-	out, err := reduce(c, a, keep, dtype.SumDtype(a.Dtype()))
+	out, err := reduce(c, sumSchema.Name, a, keep, dtype.SumDtype(a.Dtype()))
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +280,7 @@ func Mean(c *Context, a *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tenso
 		return nil, err
 	}
 	acc := dtype.AccumulateDtype(a.Dtype())
-	s, err := reduce(c, a, keep, acc)
+	s, err := reduce(c, meanSchema.Name, a, keep, acc)
 	if err != nil {
 		return nil, err
 	}

@@ -379,6 +379,36 @@ static PyObject *hot_binary(PyObject *mod, PyObject *args, PyObject *kwargs) {
     return from_meta(meta);
 }
 
+/* How long one wait for a job lasts before the thread comes back for the
+ * GIL to look for signals (Ctrl-C). */
+#define JOB_SLICE_MS 25
+
+/* The call that filled meta came back LUCID_PENDING: a long reduction runs
+ * on as job meta[0] (lucid.h, LUCID_MODE_INTERRUPTIBLE). Waits for it in
+ * slices with the GIL released, running the signal handlers between slices
+ * (on the main thread, Ctrl-C raises KeyboardInterrupt there). Returns the
+ * call's status (meta filled on LUCID_OK); on an exception from a handler,
+ * cancels the job, waits for its work to end, and returns -1 with the
+ * exception set. */
+static int await_job(int64_t *meta) {
+    int64_t job = meta[0];
+    for (;;) {
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = lucid_job_wait(job, JOB_SLICE_MS, meta);
+        Py_END_ALLOW_THREADS
+        if (rc != LUCID_PENDING) {
+            return rc;
+        }
+        if (PyErr_CheckSignals() < 0) {
+            Py_BEGIN_ALLOW_THREADS /* the exception stays set in this thread's state */
+            lucid_job_cancel(job);
+            Py_END_ALLOW_THREADS
+            return -1;
+        }
+    }
+}
+
 /* reduce_all(op, a, keepdim): lucid_reduce_meta over all dims. */
 static PyObject *hot_reduce_all(PyObject *mod, PyObject *args) {
     (void)mod;
@@ -399,10 +429,13 @@ static PyObject *hot_reduce_all(PyObject *mod, PyObject *args) {
     int64_t meta[LUCID_META_LEN];
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = lucid_reduce_meta(code, ha, NULL, -1, keepdim, mode, meta);
+    rc = lucid_reduce_meta(code, ha, NULL, -1, keepdim, mode | LUCID_MODE_INTERRUPTIBLE, meta);
     Py_END_ALLOW_THREADS
     if (rc) {
-        return status_error(rc);
+        if (rc == LUCID_PENDING && (rc = await_job(meta)) == 0) {
+            return from_meta(meta);
+        }
+        return rc < 0 ? NULL : status_error(rc);
     }
     return from_meta(meta);
 }

@@ -815,14 +815,39 @@ def _py_reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: b
         dims = _scalars.index_list(dim, "dim")
         nd = len(dims)
     buf, mv = _meta_buffer()
-    rc = _lucid_reduce_meta(op, ta._h, dims, nd, 1 if keepdim else 0, state.mode, buf)
+    rc = _lucid_reduce_meta(op, ta._h, dims, nd, 1 if keepdim else 0, state.mode | _INTERRUPTIBLE, buf)
     if rc:
-        raise_status(rc)
+        if rc == _PENDING:
+            rc = _await_job(buf)
+        if rc:
+            raise_status(rc)
     return _from_meta(mv)
+
+
+def _await_job(buf: Any) -> int:
+    """Waits for the job a call left in buf[0] (a long reduction: lucid.h,
+    LUCID_MODE_INTERRUPTIBLE) in short slices. Each wait releases the GIL, and
+    between waits the interpreter runs signal handlers, so Ctrl-C raises
+    KeyboardInterrupt here: the job is then cancelled (its work has ended when
+    lucid_job_cancel returns) and the exception goes on. Returns the call's
+    status; on 0, buf holds its result."""
+    job = buf[0]
+    try:
+        while True:
+            rc: int = _lucid_job_wait(job, _JOB_SLICE_MS, buf)
+            if rc != _PENDING:
+                return rc
+    except BaseException:
+        lib.lucid_job_cancel(job)  # LUCID_EVALUE, harmless, if it ended just before
+        raise
 
 
 _lucid_binary_meta = lib.lucid_binary_meta
 _lucid_reduce_meta = lib.lucid_reduce_meta
+_lucid_job_wait = lib.lucid_job_wait
+_INTERRUPTIBLE = lib.LUCID_MODE_INTERRUPTIBLE
+_PENDING = lib.LUCID_PENDING
+_JOB_SLICE_MS = 25  # as _hot.c's JOB_SLICE_MS
 _lucid_get_grad_meta = lib.lucid_get_grad_meta
 _lucid_set_grad = lib.lucid_set_grad
 _lucid_release = lib.lucid_release

@@ -713,10 +713,18 @@ func storeF32(dt dtype.Dtype, p unsafe.Pointer, v float32) { tensor.StoreFloat64
 func storeF64(dt dtype.Dtype, p unsafe.Pointer, v float64) { tensor.StoreFloat64(dt, p, v) }
 func storeI64(dt dtype.Dtype, p unsafe.Pointer, v int64)   { tensor.StoreInt64(dt, p, v) }
 
-func sumAll[A accum](b *Backend, out, a *tensor.Tensor, nz A, store func(dtype.Dtype, unsafe.Pointer, A)) {
+// pollBlocks is how many blocks of backend.SumBlock elements a sequential
+// sum adds between two looks at its done channel (a quarter of a million
+// elements: well under a millisecond).
+const pollBlocks = 256
+
+// sumAll writes the canonical sums of a into out; with a non-nil done it
+// looks at done between pieces of work and returns false, leaving out partly
+// written, once it is closed (backend.Interruptible).
+func sumAll[A accum](b *Backend, out, a *tensor.Tensor, nz A, store func(dtype.Dtype, unsafe.Pointer, A), done <-chan struct{}) bool {
 	nOut := out.Numel()
 	if nOut == 0 {
-		return
+		return true
 	}
 	n := a.Numel()
 	r := 0
@@ -725,8 +733,7 @@ func sumAll[A accum](b *Backend, out, a *tensor.Tensor, nz A, store func(dtype.D
 	}
 	par := b.split(n)
 	if !par && a.IsContiguous() && reducedLast(out, a) {
-		sumFlat(out, a, r, nz, store)
-		return
+		return sumFlat(out, a, r, nz, store, done)
 	}
 	// Visit a's dims kept first, reduced last (Sum reduces the dims where out
 	// is 1 and a is not), so each output's elements are one contiguous range
@@ -750,15 +757,28 @@ func sumAll[A accum](b *Backend, out, a *tensor.Tensor, nz A, store func(dtype.D
 	// out is contiguous and fresh: write its elements in row-major order,
 	// each the blocks' values added left to right.
 	odt, osz, dst := out.Dtype(), out.Dtype().Size(), out.DataPointer()
+	finished := true
 	if par && nb > 0 {
-		sumParallel(b, it, ops, dt, nOut, nb, r, nz, func(o int, total A) { store(odt, unsafe.Add(dst, o*osz), total) })
+		finished = sumParallel(b, it, ops, dt, nOut, nb, r, nz, done,
+			func(o int, total A) { store(odt, unsafe.Add(dst, o*osz), total) })
 	} else {
+		polled := 0 // blocks added since done was last looked at
+	outputs:
 		for o := 0; o < nOut; o++ {
 			total := nz
 			if r == 0 {
 				total = 0
 			}
 			for blk := 0; blk < nb; blk++ {
+				if done != nil {
+					if polled--; polled <= 0 {
+						if backend.Stopped(done) {
+							finished = false
+							break outputs
+						}
+						polled = pollBlocks
+					}
+				}
 				start := o*r + blk*backend.SumBlock
 				total += blockSum(&it, &ops, dt, start, min(start+backend.SumBlock, (o+1)*r), nz)
 			}
@@ -767,6 +787,7 @@ func sumAll[A accum](b *Backend, out, a *tensor.Tensor, nz A, store func(dtype.D
 	}
 	runtime.KeepAlive(a) // read through raw pointers above (see elementwise)
 	runtime.KeepAlive(out)
+	return finished
 }
 
 // reducedLast reports whether every reduced dim of a (out is 1, a is not)
@@ -786,15 +807,24 @@ func reducedLast(out, a *tensor.Tensor) bool {
 
 // sumFlat is sumAll for a contiguous a whose reduced dims come last: output
 // o's r elements are the contiguous range [o*r, (o+1)*r) of a's memory.
-func sumFlat[A accum](out, a *tensor.Tensor, r int, nz A, store func(dtype.Dtype, unsafe.Pointer, A)) {
+func sumFlat[A accum](out, a *tensor.Tensor, r int, nz A, store func(dtype.Dtype, unsafe.Pointer, A), done <-chan struct{}) bool {
 	dt, sz, src := a.Dtype(), a.Dtype().Size(), a.DataPointer()
 	odt, osz, dst := out.Dtype(), out.Dtype().Size(), out.DataPointer()
+	polled := 0 // blocks added since done was last looked at
 	for o := 0; o < out.Numel(); o++ {
 		total := nz
 		if r == 0 {
 			total = 0
 		}
 		for start := o * r; start < (o+1)*r; start += backend.SumBlock {
+			if done != nil {
+				if polled--; polled <= 0 {
+					if backend.Stopped(done) {
+						return false
+					}
+					polled = pollBlocks
+				}
+			}
 			var lanes [backend.SumLanes]A
 			for j := range lanes {
 				lanes[j] = nz
@@ -808,6 +838,7 @@ func sumFlat[A accum](out, a *tensor.Tensor, r int, nz A, store func(dtype.Dtype
 	}
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(out)
+	return true
 }
 
 // sumWindow is the most block values sumParallel holds at once: its scratch
@@ -820,13 +851,19 @@ var sumWindow = 1 << 16
 // o*nb+blk, of nOut*nb) on the backend's goroutines, in tasks of fixed size,
 // one window of sumWindow units at a time, and adds each output's values
 // left to right (nb > 0), handing every total to store in output order.
-func sumParallel[A accum](b *Backend, it tensor.Iter, ops operands, dt dtype.Dtype, nOut, nb, r int, nz A, store func(o int, total A)) {
+// With a non-nil done, every task first looks at done and skips its work
+// once it is closed; then sumParallel returns false before using the window.
+func sumParallel[A accum](b *Backend, it tensor.Iter, ops operands, dt dtype.Dtype, nOut, nb, r int, nz A,
+	done <-chan struct{}, store func(o int, total A)) bool {
 	units := nOut * nb // at most the element count: every block holds one
 	partial := make([]A, min(units, sumWindow))
 	const unitsPerTask = 32
 	total := nz
 	var w, wn int // the window: units [w, w+wn)
 	task := func(t int) {
+		if done != nil && backend.Stopped(done) {
+			return
+		}
 		for u := w + t*unitsPerTask; u < min(w+wn, w+(t+1)*unitsPerTask); u++ {
 			o, blk := u/nb, u%nb
 			start := o*r + blk*backend.SumBlock
@@ -836,6 +873,9 @@ func sumParallel[A accum](b *Backend, it tensor.Iter, ops operands, dt dtype.Dty
 	for ; w < units; w += len(partial) {
 		wn = min(len(partial), units-w)
 		b.parallel(min(wn*backend.SumBlock, wn*r), (wn+unitsPerTask-1)/unitsPerTask, task)
+		if done != nil && backend.Stopped(done) { // closed for good: some tasks may have skipped
+			return false
+		}
 		for u := w; u < w+wn; u++ {
 			total += partial[u-w]
 			if u%nb == nb-1 {
@@ -844,10 +884,15 @@ func sumParallel[A accum](b *Backend, it tensor.Iter, ops operands, dt dtype.Dty
 			}
 		}
 	}
+	return true
 }
 
 // Sum implements backend.IBackend.
-func (b *Backend) Sum(out, a *tensor.Tensor) error {
+func (b *Backend) Sum(out, a *tensor.Tensor) error { return b.SumUntil(out, a, nil) }
+
+// SumUntil implements backend.Interruptible: the sequential paths look at
+// done every pollBlocks blocks, the parallel one in every task (32 blocks).
+func (b *Backend) SumUntil(out, a *tensor.Tensor, done <-chan struct{}) error {
 	if err := backend.CheckSumShape(out, a); err != nil {
 		return err
 	}
@@ -855,15 +900,19 @@ func (b *Backend) Sum(out, a *tensor.Tensor) error {
 		return fmt.Errorf("sum output must be contiguous")
 	}
 	nz32, nz64 := float32(math.Copysign(0, -1)), math.Copysign(0, -1)
+	var finished bool
 	switch dt := a.Dtype(); dt {
 	case dtype.Float32, dtype.Float16, dtype.BFloat16:
-		sumAll(b, out, a, nz32, storeF32)
+		finished = sumAll(b, out, a, nz32, storeF32, done)
 	case dtype.Float64:
-		sumAll(b, out, a, nz64, storeF64)
+		finished = sumAll(b, out, a, nz64, storeF64, done)
 	case dtype.Bool, dtype.Uint8, dtype.Int8, dtype.Int16, dtype.Int32, dtype.Int64:
-		sumAll(b, out, a, int64(0), storeI64)
+		finished = sumAll(b, out, a, int64(0), storeI64, done)
 	default:
 		return fmt.Errorf("unsupported dtype %v", dt)
+	}
+	if !finished {
+		return backend.ErrInterrupted
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/backend/ref"
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/tensor"
@@ -40,6 +41,37 @@ func sumBits(t *testing.T, b interface {
 	return out.Bits()
 }
 
+// untilDone is a backend's SumUntil with a fixed done channel, as a Sum.
+type untilDone struct {
+	b    *Backend
+	done chan struct{}
+}
+
+func (u untilDone) Sum(out, a *tensor.Tensor) error { return u.b.SumUntil(out, a, u.done) }
+
+// Every path of the sum (contiguous flat, strided sequential, parallel
+// windows) stops at once for a closed done.
+func TestSumUntilClosedDone(t *testing.T) {
+	withSumWindow(t, 5)
+	closed := make(chan struct{})
+	close(closed)
+	a, err := tensor.FromFloat64s(dtype.Float32, []int{37, 3000}, make([]float64, 37*3000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, _ := a.Transpose(0, 1)
+	for _, threads := range []int{1, 4} {
+		b := New(threads)
+		b.SetAlwaysSplit(true)
+		for _, x := range []*tensor.Tensor{a, at} {
+			out, _ := tensor.Empty(dtype.Float32, []int{1, 1})
+			if err := b.SumUntil(out, x, closed); err != backend.ErrInterrupted {
+				t.Fatalf("threads %d: %v, want ErrInterrupted", threads, err)
+			}
+		}
+	}
+}
+
 func TestSumWindows(t *testing.T) {
 	withSumWindow(t, 5)
 	r := rand.New(rand.NewPCG(3, 4))
@@ -65,6 +97,10 @@ func TestSumWindows(t *testing.T) {
 					b.SetAlwaysSplit(true)
 					if got := sumBits(t, b, x, keep); !slices.Equal(got, want) {
 						t.Fatalf("%v shape %v keep %v threads %d: differs from ref", dt, sh, keep, threads)
+					}
+					open := make(chan struct{}) // SumUntil, never interrupted: the same bits
+					if got := sumBits(t, untilDone{b, open}, x, keep); !slices.Equal(got, want) {
+						t.Fatalf("%v shape %v keep %v threads %d: SumUntil differs from ref", dt, sh, keep, threads)
 					}
 				}
 			}

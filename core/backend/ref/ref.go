@@ -169,7 +169,8 @@ func (s *sumState[A]) flush(nz A) {
 	s.reset(nz)
 }
 
-func sumCanonical[A float32 | float64 | int64](out, a *tensor.Tensor, load func(unsafe.Pointer) A, nz A, store func(unsafe.Pointer, A)) error {
+func sumCanonical[A float32 | float64 | int64](out, a *tensor.Tensor, load func(unsafe.Pointer) A, nz A, store func(unsafe.Pointer, A),
+	done <-chan struct{}) error {
 	// One state per output, in Go's heap: larger than the output itself.
 	if err := tensor.CheckHeap(out.Numel(), int(unsafe.Sizeof(sumState[A]{})), "the reference sum's state"); err != nil {
 		return err
@@ -183,6 +184,9 @@ func sumCanonical[A float32 | float64 | int64](out, a *tensor.Tensor, load func(
 	shape := a.Shape()
 	idx := make([]int, len(shape))
 	for i := 0; i < a.Numel(); i++ {
+		if done != nil && i%(1<<16) == 0 && backend.Stopped(done) {
+			return backend.ErrInterrupted
+		}
 		// output flat index of input index idx
 		o := 0
 		for d := range shape {
@@ -219,7 +223,11 @@ func sumCanonical[A float32 | float64 | int64](out, a *tensor.Tensor, load func(
 }
 
 // Sum implements backend.IBackend.
-func (Backend) Sum(out, a *tensor.Tensor) error {
+func (b Backend) Sum(out, a *tensor.Tensor) error { return b.SumUntil(out, a, nil) }
+
+// SumUntil implements backend.Interruptible: it looks at done every 65536
+// elements.
+func (Backend) SumUntil(out, a *tensor.Tensor, done <-chan struct{}) error {
 	if err := backend.CheckSumShape(out, a); err != nil {
 		return err
 	}
@@ -229,17 +237,17 @@ func (Backend) Sum(out, a *tensor.Tensor) error {
 		return sumCanonical(out, a,
 			func(p unsafe.Pointer) float32 { return float32(tensor.LoadFloat64(dt, p)) },
 			float32(math.Copysign(0, -1)),
-			func(p unsafe.Pointer, v float32) { tensor.StoreFloat64(odt, p, float64(v)) })
+			func(p unsafe.Pointer, v float32) { tensor.StoreFloat64(odt, p, float64(v)) }, done)
 	case dtype.Float64:
 		return sumCanonical(out, a,
 			func(p unsafe.Pointer) float64 { return tensor.LoadFloat64(dt, p) },
 			math.Copysign(0, -1),
-			func(p unsafe.Pointer, v float64) { tensor.StoreFloat64(odt, p, v) })
+			func(p unsafe.Pointer, v float64) { tensor.StoreFloat64(odt, p, v) }, done)
 	default:
 		return sumCanonical(out, a,
 			func(p unsafe.Pointer) int64 { return tensor.LoadInt64(dt, p) },
 			0,
-			func(p unsafe.Pointer, v int64) { tensor.StoreInt64(odt, p, v) })
+			func(p unsafe.Pointer, v int64) { tensor.StoreInt64(odt, p, v) }, done)
 	}
 }
 
