@@ -25,16 +25,6 @@ import (
 	"github.com/pylucid/pylucid/core/tensor"
 )
 
-// hugeView is a 0-d dt tensor of ones seen with shape: no memory, any size.
-func hugeView(t *testing.T, dt dtype.Dtype, shape []int) *tensor.Tensor {
-	t.Helper()
-	s, err := tensor.Scalar(dt, 1)
-	require.NoError(t, err)
-	v, err := s.BroadcastTo(shape)
-	require.NoError(t, err)
-	return v
-}
-
 type reduction struct {
 	name, op string // the test's name, the op's (in its errors)
 	huge     []int  // a shape over which it takes hours, in little memory
@@ -61,7 +51,7 @@ func TestLongSumStopsWhenDoneCloses(t *testing.T) {
 	for bname, be := range backends {
 		for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float16, dtype.Float64} {
 			for _, r := range reductions {
-				x := hugeView(t, dt, r.huge)
+				x := broadcastOne(t, dt, r.huge)
 				t.Run(bname+"/"+dt.String()+"/"+r.name, func(t *testing.T) {
 					ctx, cancel := context.WithCancel(context.Background())
 					defer cancel()
@@ -83,7 +73,7 @@ func TestLongSumStopsWhenDoneCloses(t *testing.T) {
 func TestClosedDoneStopsBeforeAnyWork(t *testing.T) {
 	done := make(chan struct{})
 	close(done)
-	x := hugeView(t, dtype.Float32, []int{1 << 44})
+	x := broadcastOne(t, dtype.Float32, []int{1 << 44})
 	for _, be := range []backend.IBackend{splitting(1), splitting(4), refBackend} {
 		_, err := ops.Sum(&ops.Context{Backend: be, Done: done}, x, nil, false)
 		require.ErrorIs(t, err, ops.ErrInterrupted, be.Name())
