@@ -60,7 +60,7 @@
 #define LUCID_FLOAT32 9
 #define LUCID_FLOAT64 10
 
-/* binary ops (lucid_binary) */
+/* binary ops (lucid_binary; lucid_op takes the ids of lucid_schemas instead) */
 #define LUCID_ADD 0
 #define LUCID_SUB 1
 #define LUCID_MUL 2
@@ -126,7 +126,7 @@ typedef struct {
 } lucid_tensor_info;
 
 /* A meta array is the compact form of lucid_tensor_info that the hot calls
- * (lucid_binary_meta, lucid_reduce_meta, lucid_get_grad_meta) fill: it holds
+ * (lucid_op, lucid_binary_meta, lucid_reduce_meta, lucid_get_grad_meta) fill: it holds
  * LUCID_META_LEN values,
  *   meta[0]            the new handle,
  *   meta[1]            dtype | ndim << 8 | requires_grad << 16
@@ -270,6 +270,18 @@ int lucid_job_wait(int64_t job, int32_t ms, int64_t *meta);
  * made. LUCID_EVALUE for a job that is unknown or has already ended. */
 int lucid_job_cancel(int64_t job);
 int lucid_cast(int64_t a, int32_t dtype, int32_t mode, lucid_tensor_info *out);
+/* The generic op call: runs the op whose "id" lucid_schemas gives on
+ * n_inputs tensor handles (its "arity") with n_attrs attributes (its "attrs",
+ * in order) under mode, and describes the result in meta (see
+ * LUCID_META_LEN; meta[0] is its handle). The attributes by kind:
+ *   "elementwise": none; cast takes the dtype code;
+ *   "reduction":   keepdim (0 or 1), ndims, then ndims dims (ndims -1: all
+ *                  dims, and no dims follow);
+ *   "view":        the shape.
+ * Ops of kind "selection" (parts of another op's gradient) are not callable
+ * (LUCID_EVALUE). At most 4 inputs and LUCID_MAX_DIMS + 2 attributes. */
+int lucid_op(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int64_t *attrs, int32_t n_attrs,
+             int32_t mode, int64_t *meta);
 /* A contiguous copy with the same bits (differentiable). */
 int lucid_copy(int64_t a, int32_t mode, lucid_tensor_info *out);
 
@@ -315,7 +327,10 @@ int lucid_collect(void);
 
 int lucid_set_num_threads(int32_t n);
 int lucid_get_num_threads(int32_t *n);
-/* JSON array of op schemas: [{"name":..., "version":..., "amp_policy":..., "deterministic":...}]. */
+/* JSON array of op schemas, sorted by name: [{"name":..., "version":...,
+ * "amp_policy":..., "deterministic":..., "id":..., "kind":..., "arity":...,
+ * "outputs":..., "attrs":[...]}]; "id" is the op's position in the array and
+ * what lucid_op takes. */
 int lucid_schemas(char *buf, size_t n, size_t *needed);
 /* Exports tensor h for a DLPack consumer. *managed receives a new
  * DLManagedTensorVersioned* (versioned != 0; DLPack 1.0, flags

@@ -620,6 +620,51 @@ func lucid_reduce_meta(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32
 	return status(err)
 }
 
+// maxOpInputs and maxOpAttrs bound the arrays lucid_op reads.
+const (
+	maxOpInputs = 4
+	maxOpAttrs  = 2 + tensor.MaxDims
+)
+
+// genericOp runs op id on the tensors behind inputs with attrs (lucid_op).
+func genericOp(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int64_t, nAttrs C.int32_t,
+	mode C.int32_t) (*tensor.Tensor, error) {
+	gateEnter()
+	c, err := contextOf(mode)
+	if err != nil {
+		return nil, err
+	}
+	if nInputs < 0 || nInputs > maxOpInputs || (nInputs > 0 && inputs == nil) {
+		return nil, errs.Valuef("invalid input array (%d handles at %p)", int(nInputs), inputs)
+	}
+	if nAttrs < 0 || nAttrs > maxOpAttrs || (nAttrs > 0 && attrs == nil) {
+		return nil, errs.Valuef("invalid attribute array (%d values at %p)", int(nAttrs), attrs)
+	}
+	var buf [maxOpInputs]*tensor.Tensor
+	in := buf[:nInputs]
+	for i, h := range unsafe.Slice(inputs, int(nInputs)) {
+		if in[i], err = getTensor(h); err != nil {
+			return nil, err
+		}
+	}
+	var as []int64
+	if nAttrs > 0 {
+		as = unsafe.Slice((*int64)(unsafe.Pointer(attrs)), int(nAttrs))
+	}
+	return ops.Call(c, int(id), in, as)
+}
+
+//export lucid_op
+func lucid_op(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int64_t, nAttrs C.int32_t,
+	mode C.int32_t, meta *C.int64_t) (rc C.int) {
+	defer recoverPanic(&rc)
+	t, err := genericOp(id, inputs, nInputs, attrs, nAttrs, mode)
+	if err == nil {
+		err = fillMeta(meta, t)
+	}
+	return status(err)
+}
+
 //export lucid_copy
 func lucid_copy(a C.int64_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
 	return opCall(mode, out, []C.int64_t{a}, func(c *ops.Context, ts []*tensor.Tensor) (*tensor.Tensor, error) {
@@ -975,10 +1020,15 @@ func lucid_get_num_threads(n *C.int32_t) C.int {
 }
 
 type schemaJSON struct {
-	Name          string `json:"name"`
-	Version       int    `json:"version"`
-	AmpPolicy     string `json:"amp_policy"`
-	Deterministic bool   `json:"deterministic"`
+	Name          string   `json:"name"`
+	Version       int      `json:"version"`
+	AmpPolicy     string   `json:"amp_policy"`
+	Deterministic bool     `json:"deterministic"`
+	ID            int      `json:"id"`
+	Kind          string   `json:"kind"`
+	Arity         int      `json:"arity"`
+	Outputs       int      `json:"outputs"`
+	Attrs         []string `json:"attrs"`
 }
 
 //export lucid_schemas
@@ -986,7 +1036,12 @@ func lucid_schemas(buf *C.char, n C.size_t, needed *C.size_t) C.int {
 	return call(func() error {
 		var out []schemaJSON
 		for _, s := range ops.Schemas() {
-			out = append(out, schemaJSON{s.Name, s.Version, s.AmpPolicy.String(), s.Deterministic})
+			attrs := s.Attrs
+			if attrs == nil {
+				attrs = []string{}
+			}
+			out = append(out, schemaJSON{s.Name, s.Version, s.AmpPolicy.String(), s.Deterministic,
+				s.ID, s.Kind.String(), s.Arity, s.Outputs, attrs})
 		}
 		b, err := json.Marshal(out)
 		if err != nil {

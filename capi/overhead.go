@@ -6,12 +6,26 @@ package main
 */
 import "C"
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/pylucid/pylucid/core/ops"
+)
+
+// The entries callLoop measures.
+const (
+	viaBinary     = iota // lucid_binary
+	viaBinaryMeta        // lucid_binary_meta
+	viaOp                // lucid_op, the generic call
+)
 
 // callLoop makes iters lucid_binary(minimum) calls on two float32 tensors of
 // n elements, as Python would: the Go side of the per-call overhead (see
 // overhead_test.go; cgo cannot appear in a _test file).
-func callLoop(n, iters int, grad bool) error {
+func callLoop(n, iters int, grad bool) error { return callLoopVia(viaBinary, n, iters, grad) }
+
+// callLoopVia is callLoop through the entry via.
+func callLoopVia(via, n, iters int, grad bool) error {
 	var info C.lucid_tensor_info
 	shape := []C.int64_t{C.int64_t(n)}
 	if rc := lucid_tensor_new(C.LUCID_FLOAT32, 1, &shape[0], &info); rc != 0 {
@@ -27,11 +41,25 @@ func callLoop(n, iters int, grad bool) error {
 		mode = C.LUCID_MODE_GRAD
 		lucid_set_requires_grad(x, 1)
 	}
+	s, _ := ops.Lookup("minimum")
+	id := C.int32_t(s.ID)
+	in := [2]C.int64_t{x, y}
+	var meta [C.LUCID_META_LEN]C.int64_t
 	for i := 0; i < iters; i++ {
-		if rc := lucid_binary(C.LUCID_MINIMUM, x, y, mode, &info); rc != 0 {
-			return fmt.Errorf("binary: %d", rc)
+		var rc C.int
+		h := &info.handle
+		switch via {
+		case viaBinary:
+			rc = lucid_binary(C.LUCID_MINIMUM, x, y, mode, &info)
+		case viaBinaryMeta:
+			rc, h = lucid_binary_meta(C.LUCID_MINIMUM, x, y, mode, &meta[0]), &meta[0]
+		default:
+			rc, h = lucid_op(id, &in[0], 2, nil, 0, mode, &meta[0]), &meta[0]
 		}
-		lucid_release(info.handle)
+		if rc != 0 {
+			return fmt.Errorf("minimum via %d: %d", via, rc)
+		}
+		lucid_release(*h)
 	}
 	lucid_release(x)
 	lucid_release(y)

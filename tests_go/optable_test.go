@@ -14,7 +14,7 @@ package tests_go
 //   - the result has NumPy's broadcast shape and the promoted dtype;
 //   - the result does not depend on the layout of the inputs;
 //   - the values match an oracle written in the test (Go arithmetic, the
-//     SPEC §1 rule, float64 sums);
+//     selection rule of docs/semantics.md, float64 sums);
 //   - for floating dtypes and differentiable ops: gradients on cpu equal
 //     gradients on ref bit for bit, have each input's shape and dtype, and
 //     do not depend on layout.
@@ -57,6 +57,15 @@ type opInfo struct {
 	fdData func(k int) genKind
 	// fdValid rejects finite-difference data too close to a kink.
 	fdValid func(in [][]float64, shapes [][]int) bool
+	// schema is the registered op the row calls ("" means name).
+	schema string
+	// covers lists the registered ops the row runs through its gradient
+	// (route and select, the halves of the minimum/maximum gradient).
+	covers []string
+	// jvp and outCases are reserved for forward-mode and out= checks; no
+	// row has them yet.
+	jvp      func(c *ops.Context, in, tangents []*tensor.Tensor) (*tensor.Tensor, error)
+	outCases []func(c *ops.Context, in []*tensor.Tensor, out *tensor.Tensor) (*tensor.Tensor, error)
 }
 
 // ---- rows ----
@@ -105,8 +114,13 @@ func binaryRow(name, node string, minmax bool, call func(*ops.Context, *tensor.T
 
 // reductionRow describes sum/mean over dims chosen from the input's rank.
 func reductionRow(name, node string, mean bool, dimsFor func(nd int) ([]int, bool)) opInfo {
+	schema := "sum"
+	if mean {
+		schema = "mean"
+	}
 	return opInfo{
-		name: name, node: node, arity: 1, diff: true,
+		name: name, schema: schema, node: node, arity: 1, diff: true,
+		covers:  []string{"expand", "reshape"}, // the vjp reshapes and expands g
 		rejects: func(dt dtype.Dtype) bool { return mean && !dt.IsFloat() },
 		call: func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) {
 			dims, keep := dimsFor(in[0].Ndim())
@@ -156,9 +170,17 @@ func reducedSet(nd int, dims []int) []bool {
 	return red
 }
 
+// withCovers returns row with covers set.
+func withCovers(row opInfo, covers ...string) opInfo {
+	row.covers = covers
+	return row
+}
+
 var opTable = []opInfo{
-	binaryRow("minimum", "MinimumBackward", true, ops.Minimum, func(dtype.Dtype) bool { return false }, minmaxOracle(false)),
-	binaryRow("maximum", "MaximumBackward", true, ops.Maximum, func(dtype.Dtype) bool { return false }, minmaxOracle(true)),
+	withCovers(binaryRow("minimum", "MinimumBackward", true, ops.Minimum, func(dtype.Dtype) bool { return false }, minmaxOracle(false)),
+		"route", "select"),
+	withCovers(binaryRow("maximum", "MaximumBackward", true, ops.Maximum, func(dtype.Dtype) bool { return false }, minmaxOracle(true)),
+		"route", "select"),
 	binaryRow("add", "AddBackward", false, ops.Add, func(dtype.Dtype) bool { return false }, arithOracle('+')),
 	binaryRow("sub", "SubBackward", false, ops.Sub, func(dt dtype.Dtype) bool { return dt == dtype.Bool }, arithOracle('-')),
 	binaryRow("mul", "MulBackward", false, ops.Mul, func(dtype.Dtype) bool { return false }, arithOracle('*')),
@@ -171,6 +193,18 @@ var opTable = []opInfo{
 			return shapes[0], dts[0]
 		},
 		oracle: negOracle,
+		fdData: func(int) genKind { return genSmooth },
+	},
+	{
+		name: "copy", node: "CopyBackward", arity: 1, diff: true,
+		rejects: func(dtype.Dtype) bool { return false },
+		call:    func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Copy(c, in[0]) },
+		result: func(shapes [][]int, dts []dtype.Dtype) ([]int, dtype.Dtype) {
+			return shapes[0], dts[0]
+		},
+		oracle: func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
+			require.Equal(t, in[0].Bits(), out.Bits(), "%s: copy keeps every bit", msg)
+		},
 		fdData: func(int) genKind { return genSmooth },
 	},
 	reductionRow("sum", "SumBackward", false, func(int) ([]int, bool) { return nil, false }),
@@ -259,7 +293,7 @@ func seedOf(parts ...string) uint64 {
 	return h.Sum64()
 }
 
-// expectedPromote is SPEC §3's promotion, written out independently of
+// expectedPromote is the promotion of docs/dtypes.md, written out independently of
 // package dtype: bool < integers < floats; the wider type wins inside a
 // category; float16 with bfloat16 gives float32; uint8 with int8 gives int16.
 func expectedPromote(a, b dtype.Dtype) dtype.Dtype {
@@ -326,7 +360,7 @@ func wrapInt(dt dtype.Dtype, v int64) int64 {
 	return v
 }
 
-// minmaxOracle checks out against SPEC §1: y_i is a_i's bits when a wins
+// minmaxOracle checks out against the selection rule (docs/semantics.md): y_i is a_i's bits when a wins
 // (a <= b, or >= for maximum, or a is NaN), else b_i's bits.
 func minmaxOracle(maximum bool) func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
 	return func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
@@ -531,6 +565,44 @@ func keepIndex(shape, keep []int, i int) int {
 		mul *= keep[d]
 	}
 	return o
+}
+
+// notInTable are the registered ops the sweep cannot run as rows (cast
+// returns its input for its own dtype, and its dtype is an attribute), with
+// the tests that cover them instead.
+var notInTable = map[string]string{
+	"cast": "cast_test.go",
+}
+
+// Every registered op has a row (or is covered by a row's gradient), and
+// every row names a registered op: a new op cannot skip the table.
+func TestOpTableCoversEverySchema(t *testing.T) {
+	covered := map[string]bool{}
+	for _, op := range opTable {
+		name := op.schema
+		if name == "" {
+			name = op.name
+		}
+		s, ok := ops.Lookup(name)
+		require.True(t, ok, "row %s names no registered op %q", op.name, name)
+		require.Equal(t, op.arity, s.Arity, "row %s: arity", op.name)
+		covered[name] = true
+		for _, c := range op.covers {
+			_, ok := ops.Lookup(c)
+			require.True(t, ok, "row %s covers no registered op %q", op.name, c)
+			covered[c] = true
+		}
+	}
+	for name := range notInTable {
+		_, ok := ops.Lookup(name)
+		require.True(t, ok, "notInTable lists no registered op %q", name)
+		require.False(t, covered[name], "%s has a row: drop it from notInTable", name)
+	}
+	for i, s := range ops.Schemas() {
+		require.Equal(t, i, s.ID, "%s: ids are positions in name order", s.Name)
+		_, elsewhere := notInTable[s.Name]
+		require.True(t, covered[s.Name] || elsewhere, "registered op %q has no row in opTable", s.Name)
+	}
 }
 
 // ---- the sweep ----

@@ -188,10 +188,14 @@ class OpInfo:
     #: shape (un-reduced); unary grad(g, a) -> (ga,); reduction
     #: grad(g, a, axis, keepdims) -> (ga,)
     grad_ref: Optional[Callable[..., Tuple[np.ndarray, ...]]] = None
+    _: dataclasses.KW_ONLY
     #: name of the autograd node
     node: Optional[str] = None
     #: operand values must stay away from zero (b of div) for gradients
     nonzero_b: bool = False
+    #: forward-mode reference and out= cases: reserved, no row has them yet
+    jvp_ref: Optional[Callable[..., Tuple[np.ndarray, ...]]] = None
+    out_cases: Tuple[Any, ...] = ()
 
     def supported(self, dt: str) -> bool:
         return self.accepts(dt)
@@ -298,6 +302,16 @@ OPS = [
     ),
 ]
 OPS_BY_NAME = {o.name: o for o in OPS}
+#: registered ops that are not public callables, with the tests covering them
+#: (the library's own op table, tests_go/optable_test.go, has rows for them)
+INTERNAL_OPS = {
+    "cast": "test_ops_numpy.py casts, test_half.py",
+    "copy": "test_zero_copy.py",
+    "expand": "the sum/mean gradients",
+    "reshape": "the sum/mean gradients",
+    "route": "the minimum/maximum gradients",
+    "select": "the minimum/maximum double gradients",
+}
 BINARY = [o for o in OPS if o.kind == "binary"]
 UNARY = [o for o in OPS if o.kind == "unary"]
 REDUCTIONS = [o for o in OPS if o.kind == "reduction"]

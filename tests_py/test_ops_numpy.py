@@ -20,6 +20,7 @@ exact for integers.
 from __future__ import annotations
 
 import itertools
+import json
 import zlib
 
 import numpy as np
@@ -667,6 +668,27 @@ def test_op_table_covers_every_public_op():
     assert set(T.OPS_BY_NAME) <= registered
     for info in T.OPS:
         assert info.op.schema.name == info.name
+
+
+def test_every_exported_schema_has_a_row():
+    """Every schema the library exports is a row of the op table or a listed
+    internal op, and ids are positions in name order."""
+    from pylucid._lib import ffi, lib
+
+    needed = ffi.new("size_t*")
+    assert lib.lucid_schemas(ffi.NULL, 0, needed) == 0
+    buf = ffi.new("char[]", needed[0])
+    assert lib.lucid_schemas(buf, needed[0], needed) == 0
+    raw = json.loads(ffi.string(buf).decode())
+    assert [s["id"] for s in raw] == list(range(len(raw)))
+    assert [s["name"] for s in raw] == sorted(s["name"] for s in raw)
+    for s in raw:
+        assert s["name"] in T.OPS_BY_NAME or s["name"] in T.INTERNAL_OPS, s["name"]
+        if s["name"] in T.OPS_BY_NAME:
+            kind = T.OPS_BY_NAME[s["name"]].kind
+            assert s["kind"] == ("reduction" if kind == "reduction" else "elementwise")
+            assert s["arity"] == (2 if kind == "binary" else 1)
+    assert set(T.INTERNAL_OPS) <= {s["name"] for s in raw}
 
 
 def test_layouts_really_are_what_they_claim():

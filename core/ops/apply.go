@@ -10,24 +10,15 @@ import (
 	"github.com/pylucid/pylucid/core/tensor"
 )
 
-// formula maps output gradients (nil = none arrived) and saved tensors to one
-// gradient per input, in any shape that sum-reduces to the input's shape.
-// What else it needs it reads from its node (op, shape, inputs), so that
-// recording an op allocates no closure.
-type formula func(c *Context, n *node, grads []*tensor.Tensor, saved []*tensor.Tensor) ([]*tensor.Tensor, error)
-
-// node is the autograd node of every op in this package.
+// node is the autograd node of every op in this package: the op's spec
+// (whose vjp runs on backward) and the attribute value the spec defines.
 type node struct {
-	name    string
+	spec    *spec
+	attr    any // route/select: the selection rule; sum/mean: *reduced
 	edges   []autograd.Edge
 	inputs  []autograd.InputMeta
 	nOut    int
 	backend backend.IBackend
-	grad    formula
-	spec    *binarySpec      // broadcasting binary ops: the spec whose grad runs
-	op      backend.BinaryOp // route/select: which selection rule
-	shape   []int            // sum/mean: the keepdim shape of the result
-	count   int              // mean: the number of elements averaged
 	autograd.Saved
 
 	edgeBuf [2]autograd.Edge
@@ -35,13 +26,13 @@ type node struct {
 	dimsBuf [8]int // the inputs' shapes, copied: referencing them would keep the inputs' memory alive
 }
 
-func (n *node) Name() string                 { return n.name }
+func (n *node) Name() string                 { return n.spec.node }
 func (n *node) Next() []autograd.Edge        { return n.edges }
 func (n *node) NumOutputs() int              { return n.nOut }
-func (n *node) String() string               { return n.name }
+func (n *node) String() string               { return n.spec.node }
 func (n *node) Inputs() []autograd.InputMeta { return n.inputs }
 
-// Apply runs the grad formula, then reduces and casts each gradient back to
+// Apply runs the op's vjp, then reduces and casts each gradient back to
 // its input's shape and dtype: the one place where un-broadcasting happens.
 func (n *node) Apply(grads []*tensor.Tensor, createGraph bool) ([]*tensor.Tensor, error) {
 	saved, err := n.Tensors()
@@ -49,14 +40,14 @@ func (n *node) Apply(grads []*tensor.Tensor, createGraph bool) ([]*tensor.Tensor
 		return nil, err
 	}
 	c := &Context{Backend: n.backend, GradEnabled: createGraph}
-	gs, err := n.grad(c, n, grads, saved)
+	gs, err := n.spec.vjp(c, n, grads, saved)
 	if err != nil {
 		return nil, err
 	}
 	if len(gs) != len(n.edges) {
-		return nil, fmt.Errorf("%s: formula returned %d gradients for %d inputs", n.name, len(gs), len(n.edges))
+		return nil, fmt.Errorf("%s: vjp returned %d gradients for %d inputs", n.spec.node, len(gs), len(n.edges))
 	}
-	// gs is the formula's own slice: adapted in place.
+	// gs is the vjp's own slice: adapted in place.
 	for i, e := range n.edges {
 		if e.Node == nil || gs[i] == nil {
 			gs[i] = nil
@@ -78,10 +69,10 @@ func adapt(c *Context, g *tensor.Tensor, shape []int, dt dtype.Dtype) (*tensor.T
 	return Cast(c, g, dt)
 }
 
-// record attaches a node to outputs when c records gradients and an input
-// requires them, and returns it (nil when nothing was recorded). saved are
-// kept for the formula until the graph is freed.
-func record(c *Context, name string, inputs, outputs, saved []*tensor.Tensor, f formula) *node {
+// record attaches a node of op s to outputs when c records gradients and an
+// input requires them, and returns it (nil when nothing was recorded). saved
+// are kept for the vjp until the graph is freed.
+func record(c *Context, s *spec, inputs, outputs, saved []*tensor.Tensor) *node {
 	if !c.GradEnabled {
 		return nil
 	}
@@ -99,7 +90,7 @@ func record(c *Context, name string, inputs, outputs, saved []*tensor.Tensor, f 
 	if !any {
 		return nil
 	}
-	n := &node{name: name, nOut: len(outputs), backend: c.Backend, grad: f}
+	n := &node{spec: s, nOut: len(outputs), backend: c.Backend}
 	if len(inputs) <= len(n.edgeBuf) {
 		n.edges, n.inputs = n.edgeBuf[:len(inputs)], n.metaBuf[:len(inputs)]
 	} else {
@@ -126,7 +117,7 @@ func record(c *Context, name string, inputs, outputs, saved []*tensor.Tensor, f 
 
 // promote is the result dtype of two operands: wrapped numbers (Python
 // scalars) are weak, and under autocast the op's AmpPolicy applies first.
-func promote(c *Context, s OpSchema, a, b *tensor.Tensor) dtype.Dtype {
+func promote(c *Context, s *spec, a, b *tensor.Tensor) dtype.Dtype {
 	ad, bd := a.Dtype(), b.Dtype()
 	if c.Autocast.Enabled {
 		var floats []dtype.Dtype
@@ -193,86 +184,4 @@ func broadcastInput(t *tensor.Tensor, shape []int) (*tensor.Tensor, error) {
 		return t, nil
 	}
 	return t.BroadcastTo(shape)
-}
-
-// binarySpec is what a broadcasting binary op states about itself.
-type binarySpec struct {
-	schema OpSchema
-	node   string // autograd node name, e.g. "MinimumBackward"
-	kernel backend.BinaryOp
-	// dtype adjusts the promoted dtype (div of integers gives a float) or
-	// rejects it.
-	dtype func(dtype.Dtype) (dtype.Dtype, error)
-	// saves says whether the formula needs the (cast) inputs.
-	saves bool
-	// grad maps g (in the broadcast shape) and the saved inputs to (ga, gb).
-	grad func(c *Context, g, a, b *tensor.Tensor) (ga, gb *tensor.Tensor, err error)
-}
-
-// binaryFormula runs the node's spec's two-input grad.
-func binaryFormula(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	g := grads[0]
-	if g == nil {
-		return []*tensor.Tensor{nil, nil}, nil
-	}
-	var x, y *tensor.Tensor
-	if len(saved) == 2 {
-		x, y = saved[0], saved[1]
-	}
-	ga, gb, err := n.spec.grad(c, g, x, y)
-	return []*tensor.Tensor{ga, gb}, err
-}
-
-// applyBinary is the trampoline for broadcasting binary ops.
-func applyBinary(c *Context, s *binarySpec, a, b *tensor.Tensor) (*tensor.Tensor, error) {
-	c = ctxOr(c)
-	if err := checkInputs(s.schema.Name, a, b); err != nil {
-		return nil, err
-	}
-	rd := promote(c, s.schema, a, b)
-	if s.dtype != nil {
-		var err error
-		if rd, err = s.dtype(rd); err != nil {
-			return nil, err
-		}
-	}
-	var shapeBuf [tensor.MaxDims]int
-	shape, err := tensor.BroadcastShapesInto(shapeBuf[:], a.ShapeRef(), b.ShapeRef())
-	if err != nil {
-		return nil, errs.Valuef("%s: %w", s.schema.Name, err)
-	}
-	ac, err := castInput(c, a, rd)
-	if err != nil {
-		return nil, err
-	}
-	bc, err := castInput(c, b, rd)
-	if err != nil {
-		return nil, err
-	}
-	av, err := broadcastInput(ac, shape)
-	if err != nil {
-		return nil, err
-	}
-	bv, err := broadcastInput(bc, shape)
-	if err != nil {
-		return nil, err
-	}
-	out, err := tensor.Empty(rd, shape)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Backend.Binary(s.kernel, out, av, bv); err != nil {
-		return nil, err
-	}
-	if !c.GradEnabled || !(a.RequiresGrad() || b.RequiresGrad()) {
-		return out, nil // nothing to record: skip building the node's pieces
-	}
-	var saved []*tensor.Tensor
-	if s.saves {
-		saved = []*tensor.Tensor{ac, bc}
-	}
-	if n := record(c, s.node, []*tensor.Tensor{a, b}, []*tensor.Tensor{out}, saved, binaryFormula); n != nil {
-		n.spec = s
-	}
-	return out, nil
 }

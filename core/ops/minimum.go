@@ -6,47 +6,69 @@ import (
 	"github.com/pylucid/pylucid/core/tensor"
 )
 
-// MinimumBackward: y = min(a, b) with broadcasting (SPEC §1).
+// MinimumBackward
 //
-// Schema ("minimum", 1, Promote, deterministic). Forward dispatches to the
-// backend's minimum kernel. The node saves both (promoted) inputs; its
-// formula routes grad_out to the winner by the selection rule — a wins iff
-// a <= b or a is NaN — so ties and NaN in a go to a, and the two masks
-// partition every index. The trampoline then sum-reduces each branch to its
-// input's shape and casts it to its input's dtype.
-var minimumSpec = &binarySpec{
-	schema: Register(OpSchema{Name: "minimum", Version: 1, AmpPolicy: amp.Promote, Deterministic: true}),
+// Autograd node for elementwise minimum y = min(a, b) with NumPy
+// broadcasting (docs/semantics.md).
+//
+// Saves both inputs a and b (after promotion), so the backward pass can
+// rebuild the masks of the comparison. The gradient flows only through the
+// operand that won: a wins iff a <= b or a is NaN, so ties and NaN in a give
+// the whole gradient to a.
+//
+// Math
+//
+//	y_i     = a_i if a wins at i, else b_i (the winner's bits)
+//	dL/da_i = 1{a wins at i} · dL/dy_i
+//	dL/db_i = 1{b wins at i} · dL/dy_i
+//
+// The two masks partition the index set, so grad_a + grad_b == grad_out at
+// every position; the masks are constants of every pass, so create_graph
+// works to any order (route and select below are adjoint).
+//
+// Shape: the output takes the broadcast shape; the trampoline sum-reduces
+// both gradient branches back to their input's shape and casts them to its
+// dtype.
+//
+// Schema: "minimum", version 1, Promote, deterministic. Forward: the
+// backend's minimum kernel. See also MaximumBackward, the mirror.
+var minimumOp = define(&spec{
+	OpSchema: OpSchema{Name: "minimum", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+		Kind: Elementwise, Arity: 2, Outputs: 1},
 	node:   "MinimumBackward",
 	kernel: backend.Minimum,
-	saves:  true,
-	grad: func(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
+	saves:  savesInputs,
+	vjp: binaryVJP(func(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
 		return route(c, backend.Minimum, a, b, g)
-	},
-}
+	}),
+	jvp: nil,
+})
 
 // MaximumBackward is the mirror of MinimumBackward: a wins iff a >= b or a is
 // NaN; ties go to a.
-var maximumSpec = &binarySpec{
-	schema: Register(OpSchema{Name: "maximum", Version: 1, AmpPolicy: amp.Promote, Deterministic: true}),
+var maximumOp = define(&spec{
+	OpSchema: OpSchema{Name: "maximum", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+		Kind: Elementwise, Arity: 2, Outputs: 1},
 	node:   "MaximumBackward",
 	kernel: backend.Maximum,
-	saves:  true,
-	grad: func(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
+	saves:  savesInputs,
+	vjp: binaryVJP(func(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
 		return route(c, backend.Maximum, a, b, g)
-	},
-}
+	}),
+	jvp: nil,
+})
 
 // Minimum returns the elementwise minimum of a and b with NumPy broadcasting:
 // y_i is a_i when a_i <= b_i or a_i is NaN, else b_i (bit for bit). Its
 // gradient goes to the operand selected; ties go to a.
 func Minimum(c *Context, a, b *tensor.Tensor) (*tensor.Tensor, error) {
-	return applyBinary(c, minimumSpec, a, b)
+	return applyElementwise(c, minimumOp, a, b)
 }
 
 // Maximum returns the elementwise maximum of a and b: y_i is a_i when
 // a_i >= b_i or a_i is NaN, else b_i. Ties go to a.
 func Maximum(c *Context, a, b *tensor.Tensor) (*tensor.Tensor, error) {
-	return applyBinary(c, maximumSpec, a, b)
+	return applyElementwise(c, maximumOp, a, b)
 }
 
 // The two halves of the min/max gradient, adjoint to each other so that
@@ -54,15 +76,32 @@ func Maximum(c *Context, a, b *tensor.Tensor) (*tensor.Tensor, error) {
 //
 //	route(a, b, g)        = (g·[a wins], g·[b wins])   RouteBackward → select
 //	select(a, b, x, y)    = x·[a wins] + y·[b wins]    SelectBackward → route
+//
+// Their node's attribute is the selection rule; a and b are saved operands,
+// not differentiated.
 
-var (
-	routeSchema  = Register(OpSchema{Name: "route", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
-	selectSchema = Register(OpSchema{Name: "select", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
-)
+var routeOp = define(&spec{
+	OpSchema: OpSchema{Name: "route", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+		Kind: Selection, Arity: 3, Outputs: 2},
+	node:  "RouteBackward",
+	saves: savesOperands,
+	vjp:   routeVJP,
+})
+
+var selectOp = define(&spec{
+	OpSchema: OpSchema{Name: "select", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+		Kind: Selection, Arity: 4, Outputs: 1},
+	node:  "SelectBackward",
+	saves: savesOperands,
+})
+
+// select's vjp calls route, whose vjp calls select: attached here (a
+// package-level initialiser may not refer to itself).
+func init() { selectOp.vjp = selectVJP }
 
 // route splits g between a and b by the selection rule of op.
 func route(c *Context, op backend.BinaryOp, a, b, g *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
-	if err := checkInputs(routeSchema.Name, a, b, g); err != nil {
+	if err := checkInputs(routeOp.Name, a, b, g); err != nil {
 		return nil, nil, err
 	}
 	shape, err := broadcastAll(a, b, g)
@@ -84,15 +123,14 @@ func route(c *Context, op backend.BinaryOp, a, b, g *tensor.Tensor) (*tensor.Ten
 	if err := c.Backend.Route(op, ga, gb, views[0], views[1], views[2]); err != nil {
 		return nil, nil, err
 	}
-	if n := record(c, "RouteBackward", []*tensor.Tensor{g}, []*tensor.Tensor{ga, gb}, []*tensor.Tensor{a, b},
-		routeFormula); n != nil {
-		n.op = op
+	if n := record(c, routeOp, []*tensor.Tensor{g}, []*tensor.Tensor{ga, gb}, []*tensor.Tensor{a, b}); n != nil {
+		n.attr = op
 	}
 	return ga, gb, nil
 }
 
-// routeFormula is RouteBackward: select the two output gradients back.
-func routeFormula(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
+// routeVJP is RouteBackward: select the two output gradients back.
+func routeVJP(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if grads[0] == nil && grads[1] == nil {
 		return []*tensor.Tensor{nil}, nil
 	}
@@ -100,13 +138,13 @@ func routeFormula(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor
 	if err != nil {
 		return nil, err
 	}
-	dg, err := selectBy(c, n.op, saved[0], saved[1], x, y)
+	dg, err := selectBy(c, n.attr.(backend.BinaryOp), saved[0], saved[1], x, y)
 	return []*tensor.Tensor{dg}, err
 }
 
 // selectBy returns x where a wins (by op) and y elsewhere.
 func selectBy(c *Context, op backend.BinaryOp, a, b, x, y *tensor.Tensor) (*tensor.Tensor, error) {
-	if err := checkInputs(selectSchema.Name, a, b, x, y); err != nil {
+	if err := checkInputs(selectOp.Name, a, b, x, y); err != nil {
 		return nil, err
 	}
 	shape, err := broadcastAll(a, b, x, y)
@@ -124,19 +162,18 @@ func selectBy(c *Context, op backend.BinaryOp, a, b, x, y *tensor.Tensor) (*tens
 	if err := c.Backend.Select(op, out, views[0], views[1], views[2], views[3]); err != nil {
 		return nil, err
 	}
-	if n := record(c, "SelectBackward", []*tensor.Tensor{x, y}, []*tensor.Tensor{out}, []*tensor.Tensor{a, b},
-		selectFormula); n != nil {
-		n.op = op
+	if n := record(c, selectOp, []*tensor.Tensor{x, y}, []*tensor.Tensor{out}, []*tensor.Tensor{a, b}); n != nil {
+		n.attr = op
 	}
 	return out, nil
 }
 
-// selectFormula is SelectBackward: route the output gradient.
-func selectFormula(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
+// selectVJP is SelectBackward: route the output gradient.
+func selectVJP(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if grads[0] == nil {
 		return []*tensor.Tensor{nil, nil}, nil
 	}
-	dx, dy, err := route(c, n.op, saved[0], saved[1], grads[0])
+	dx, dy, err := route(c, n.attr.(backend.BinaryOp), saved[0], saved[1], grads[0])
 	return []*tensor.Tensor{dx, dy}, err
 }
 

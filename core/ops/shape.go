@@ -1,22 +1,10 @@
 package ops
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/pylucid/pylucid/core/amp"
-	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/errs"
 	"github.com/pylucid/pylucid/core/tensor"
-)
-
-var (
-	sumSchema     = Register(OpSchema{Name: "sum", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
-	meanSchema    = Register(OpSchema{Name: "mean", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
-	castSchema    = Register(OpSchema{Name: "cast", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
-	expandSchema  = Register(OpSchema{Name: "expand", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
-	reshapeSchema = Register(OpSchema{Name: "reshape", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
 )
 
 func broadcastAll(ts ...*tensor.Tensor) ([]int, error) {
@@ -46,11 +34,20 @@ func broadcastViews(shape []int, ts ...*tensor.Tensor) ([]*tensor.Tensor, error)
 	return out, nil
 }
 
+// CastBackward: y = a converted to the dtype attribute; the gradient passes
+// through and the node casts it back to a's dtype.
+var castOp = define(&spec{
+	OpSchema: OpSchema{Name: "cast", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+		Kind: Elementwise, Arity: 1, Outputs: 1, Attrs: []string{"dtype"}},
+	node:  "CastBackward",
+	unary: castKernel,
+	vjp:   passThrough,
+})
+
 // Cast returns a converted to dt (a itself when it already has dt).
-// CastBackward casts the gradient back (done by the trampoline).
 func Cast(c *Context, a *tensor.Tensor, dt dtype.Dtype) (*tensor.Tensor, error) {
 	c = ctxOr(c)
-	if err := checkInputs(castSchema.Name, a); err != nil {
+	if err := checkInputs(castOp.Name, a); err != nil {
 		return nil, err
 	}
 	if !dt.Valid() {
@@ -59,36 +56,32 @@ func Cast(c *Context, a *tensor.Tensor, dt dtype.Dtype) (*tensor.Tensor, error) 
 	if a.Dtype() == dt {
 		return a, nil
 	}
-	out, err := castPlain(c, a, dt)
-	if err != nil {
-		return nil, err
-	}
-	record(c, "CastBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil, passThrough)
-	return out, nil
+	return applyUnary(c, castOp, a, dt)
 }
 
-var copySchema = Register(OpSchema{Name: "copy", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
+// CopyBackward: y = a contiguous copy of a with the same bits (-0.0 and NaN
+// payloads included); the gradient passes through.
+var copyOp = define(&spec{
+	OpSchema: OpSchema{Name: "copy", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+		Kind: Elementwise, Arity: 1, Outputs: 1},
+	node:  "CopyBackward",
+	unary: castKernel,
+	vjp:   passThrough,
+})
 
-// Copy returns a contiguous copy of a with the same bits (-0.0 and NaN
-// payloads included). CopyBackward passes the gradient through.
+// Copy returns a contiguous copy of a with the same bits.
 func Copy(c *Context, a *tensor.Tensor) (*tensor.Tensor, error) {
-	c = ctxOr(c)
-	if err := checkInputs(copySchema.Name, a); err != nil {
-		return nil, err
-	}
-	out, err := castPlain(c, a, a.Dtype())
-	if err != nil {
-		return nil, err
-	}
-	record(c, "CopyBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil, passThrough)
-	return out, nil
+	return applyUnary(c, copyOp, a, dtype.Invalid)
 }
 
-// passThrough is the formula of ops whose gradient is grad_out itself before
-// the trampoline's reduction and cast (cast, expand).
-func passThrough(_ *Context, _ *node, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	return []*tensor.Tensor{grads[0]}, nil
-}
+// ExpandBackward: y = a broadcast to the shape attribute; the node
+// sum-reduces the gradient back to a's shape.
+var expandOp = define(&spec{
+	OpSchema: OpSchema{Name: "expand", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+		Kind: View, Arity: 1, Outputs: 1, Attrs: []string{"shape"}},
+	node: "ExpandBackward",
+	vjp:  passThrough,
+})
 
 // Expand returns a broadcast view of a with shape (zero strides on the
 // stretched dims; no memory is copied). ExpandBackward is sum_to_shape, done
@@ -96,22 +89,67 @@ func passThrough(_ *Context, _ *node, grads, _ []*tensor.Tensor) ([]*tensor.Tens
 // gradient that is still such a view.
 func Expand(c *Context, a *tensor.Tensor, shape []int) (*tensor.Tensor, error) {
 	c = ctxOr(c)
-	if err := checkInputs(expandSchema.Name, a); err != nil {
+	if err := checkInputs(expandOp.Name, a); err != nil {
 		return nil, err
 	}
 	out, err := a.BroadcastTo(shape) // a new view: outside any graph until recorded
 	if err != nil {
 		return nil, errs.Valuef("expand: %w", err)
 	}
-	record(c, "ExpandBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil, passThrough)
+	record(c, expandOp, []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil)
 	return out, nil
+}
+
+// ReshapeBackward: y = a with the shape attribute; the gradient is
+// reshaped back to a's shape.
+var reshapeOp = define(&spec{
+	OpSchema: OpSchema{Name: "reshape", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+		Kind: View, Arity: 1, Outputs: 1, Attrs: []string{"shape"}},
+	node: "ReshapeBackward",
+})
+
+// The generic calls and reshape's vjp call the ops they belong to, so they
+// are attached in init (a package-level initialiser may not refer to
+// itself).
+func init() {
+	castOp.call = func(c *Context, a *tensor.Tensor, attrs []int64) (*tensor.Tensor, error) {
+		if len(attrs) != 1 {
+			return nil, errs.Valuef("cast takes one attribute (the dtype), got %d", len(attrs))
+		}
+		if attrs[0] < 0 || attrs[0] > 255 {
+			return nil, errs.Typef("unsupported dtype code %d", attrs[0])
+		}
+		return Cast(c, a, dtype.Dtype(attrs[0]))
+	}
+	expandOp.call = func(c *Context, a *tensor.Tensor, attrs []int64) (*tensor.Tensor, error) {
+		return Expand(c, a, intsOf(attrs))
+	}
+	reshapeOp.call = func(c *Context, a *tensor.Tensor, attrs []int64) (*tensor.Tensor, error) {
+		return Reshape(c, a, intsOf(attrs))
+	}
+	reshapeOp.vjp = func(c *Context, n *node, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		if grads[0] == nil {
+			return []*tensor.Tensor{nil}, nil
+		}
+		g, err := Reshape(c, grads[0], n.inputs[0].Shape)
+		return []*tensor.Tensor{g}, err
+	}
+}
+
+// intsOf converts attributes to ints.
+func intsOf(attrs []int64) []int {
+	out := make([]int, len(attrs))
+	for i, v := range attrs {
+		out[i] = int(v)
+	}
+	return out
 }
 
 // Reshape returns a with a new shape of the same element count: a view when
 // the layout allows, else a contiguous copy (ReshapeBackward reshapes back).
 func Reshape(c *Context, a *tensor.Tensor, shape []int) (*tensor.Tensor, error) {
 	c = ctxOr(c)
-	if err := checkInputs(reshapeSchema.Name, a); err != nil {
+	if err := checkInputs(reshapeOp.Name, a); err != nil {
 		return nil, err
 	}
 	out, err := a.Reshape(shape) // a new view: outside any graph until recorded
@@ -128,14 +166,7 @@ func Reshape(c *Context, a *tensor.Tensor, shape []int) (*tensor.Tensor, error) 
 			return nil, err
 		}
 	}
-	record(c, "ReshapeBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil,
-		func(c *Context, n *node, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			if grads[0] == nil {
-				return []*tensor.Tensor{nil}, nil
-			}
-			g, err := Reshape(c, grads[0], n.inputs[0].Shape)
-			return []*tensor.Tensor{g}, err
-		})
+	record(c, reshapeOp, []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil)
 	return out, nil
 }
 
@@ -177,175 +208,4 @@ func SumToShape(c *Context, g *tensor.Tensor, shape []int) (*tensor.Tensor, erro
 		return s, nil
 	}
 	return Reshape(c, s, shape)
-}
-
-// reduceShape normalises dims (nil = all) and returns the keepdim shape and
-// the output shape.
-func reduceShape(name string, a *tensor.Tensor, dims []int, keepdim bool) (keep, out []int, count int, err error) {
-	nd := a.Ndim()
-	red := make([]bool, nd)
-	if dims == nil {
-		for i := range red {
-			red[i] = true
-		}
-	}
-	for _, d := range dims {
-		k, err := tensor.NormDim(d, nd)
-		if err != nil {
-			return nil, nil, 0, errs.Valuef("%s: %w", name, err)
-		}
-		if red[k] {
-			return nil, nil, 0, errs.Valuef("%s: dim %d appears multiple times in the list of dims", name, d)
-		}
-		red[k] = true
-	}
-	count = 1
-	for i, d := range a.ShapeRef() {
-		if red[i] {
-			keep = append(keep, 1)
-			count *= d
-			if keepdim {
-				out = append(out, 1)
-			}
-		} else {
-			keep = append(keep, d)
-			out = append(out, d)
-		}
-	}
-	return keep, out, count, nil
-}
-
-// reduce runs the backend sum of a into a fresh tensor of dtype dt and
-// keepdim shape keep, stopping early once c.Done is closed.
-func reduce(c *Context, name string, a *tensor.Tensor, keep []int, dt dtype.Dtype) (*tensor.Tensor, error) {
-	out, err := tensor.Empty(dt, keep)
-	if err != nil {
-		return nil, err
-	}
-	if c.Done == nil {
-		return out, c.Backend.Sum(out, a)
-	}
-	if ib, ok := c.Backend.(backend.Interruptible); ok {
-		err = ib.SumUntil(out, a, c.Done)
-	} else if backend.Stopped(c.Done) {
-		err = ErrInterrupted
-	} else {
-		err = c.Backend.Sum(out, a)
-	}
-	if errors.Is(err, ErrInterrupted) {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return out, err
-}
-
-// Sum returns the sum of a over dims (nil: all dims), keeping reduced dims
-// as size 1 when keepdim. Integers and bool sum to int64; float16 and
-// bfloat16 accumulate in float32. The order of additions is fixed
-// (backend.SumBlock), so results do not depend on the thread count.
-func Sum(c *Context, a *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor, error) {
-	c = ctxOr(c)
-	if err := checkInputs(sumSchema.Name, a); err != nil {
-		return nil, err
-	}
-	keep, shape, _, err := reduceShape(sumSchema.Name, a, dims, keepdim)
-	if err != nil {
-		return nil, err
-	}
-	out, err := reduce(c, sumSchema.Name, a, keep, dtype.SumDtype(a.Dtype()))
-	if err != nil {
-		return nil, err
-	}
-	if out, err = out.Reshape(shape); err != nil {
-		return nil, err
-	}
-	if n := record(c, "SumBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil, sumFormula); n != nil {
-		n.shape = keep
-	}
-	return out, nil
-}
-
-// Mean returns the mean of a floating tensor over dims (nil: all dims). It
-// accumulates in float32 for float16/bfloat16, divides, and rounds once to
-// a's dtype. The mean over zero elements is NaN.
-func Mean(c *Context, a *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor, error) {
-	c = ctxOr(c)
-	if err := checkInputs(meanSchema.Name, a); err != nil {
-		return nil, err
-	}
-	if !a.Dtype().IsFloat() {
-		return nil, errs.Typef("mean: input dtype must be floating point, got %v", a.Dtype())
-	}
-	keep, shape, count, err := reduceShape(meanSchema.Name, a, dims, keepdim)
-	if err != nil {
-		return nil, err
-	}
-	acc := dtype.AccumulateDtype(a.Dtype())
-	s, err := reduce(c, meanSchema.Name, a, keep, acc)
-	if err != nil {
-		return nil, err
-	}
-	n, err := tensor.Scalar(acc, float64(count))
-	if err != nil {
-		return nil, err
-	}
-	nv, _ := n.BroadcastTo(keep)
-	q, err := tensor.Empty(acc, keep)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Backend.Binary(backend.Div, q, s, nv); err != nil {
-		return nil, err
-	}
-	if acc != a.Dtype() {
-		if q, err = castPlain(c, q, a.Dtype()); err != nil {
-			return nil, err
-		}
-	}
-	out, err := q.Reshape(shape)
-	if err != nil {
-		return nil, err
-	}
-	if n := record(c, "MeanBackward", []*tensor.Tensor{a}, []*tensor.Tensor{out}, nil, meanFormula); n != nil {
-		n.shape, n.count = keep, count
-	}
-	return out, nil
-}
-
-// sumFormula is SumBackward: the output gradient, back in the keepdim shape
-// and expanded to the input's.
-func sumFormula(c *Context, n *node, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	g := grads[0]
-	if g == nil {
-		return []*tensor.Tensor{nil}, nil
-	}
-	// Back to the keepdim shape, unless broadcasting aligns g already (a
-	// full reduction, or keepdim).
-	if g.Ndim() != 0 && !tensor.SameShape(g.ShapeRef(), n.shape) {
-		var err error
-		if g, err = Reshape(c, g, n.shape); err != nil {
-			return nil, err
-		}
-	}
-	g, err := Expand(c, g, n.inputs[0].Shape)
-	return []*tensor.Tensor{g}, err
-}
-
-// meanFormula is MeanBackward: sumFormula divided by the count.
-func meanFormula(c *Context, n *node, grads, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	if grads[0] == nil {
-		return []*tensor.Tensor{nil}, nil
-	}
-	g, err := Reshape(c, grads[0], n.shape)
-	if err != nil {
-		return nil, err
-	}
-	cnt, err := tensor.WrappedScalar(dtype.Float64, float64(n.count))
-	if err != nil {
-		return nil, err
-	}
-	if g, err = Div(c, g, cnt); err != nil {
-		return nil, err
-	}
-	g, err = Expand(c, g, n.inputs[0].Shape)
-	return []*tensor.Tensor{g}, err
 }
