@@ -9,7 +9,10 @@ import "C"
 // Go-typed doors to the job exports for jobs_test.go (cgo cannot appear in
 // a _test file).
 
-import "github.com/pylucid/pylucid/core/tensor"
+import (
+	"github.com/pylucid/pylucid/core/ops"
+	"github.com/pylucid/pylucid/core/tensor"
+)
 
 const (
 	modeInterruptible = int32(C.LUCID_MODE_INTERRUPTIBLE)
@@ -21,25 +24,36 @@ type metaArray = [C.LUCID_META_LEN]int64
 
 func tensorOf(h int64) (*tensor.Tensor, error) { return getTensor(C.int64_t(h)) }
 
-// reduceMeta calls lucid_reduce_meta(op: 0 sum, 1 mean) over dims (nil:
-// all) of tensor handle h.
+// reduceMeta calls lucid_op for reduction op (0 sum, 1 mean) over dims
+// (nil: all) of tensor handle h.
 func reduceMeta(op int32, h int64, dims []int64, keepdim bool, mode int32) (int, metaArray) {
 	var meta [C.LUCID_META_LEN]C.int64_t
-	var dp *C.int64_t
-	nd := C.int32_t(-1)
-	if dims != nil {
-		nd = C.int32_t(len(dims))
-		cd := make([]C.int64_t, len(dims)+1)
-		for i, d := range dims {
-			cd[i] = C.int64_t(d)
-		}
-		dp = &cd[0]
-	}
-	kd := C.int32_t(0)
+	attrs := []C.int64_t{0, -1}
 	if keepdim {
-		kd = 1
+		attrs[0] = 1
 	}
-	rc := lucid_reduce_meta(C.int32_t(op), C.int64_t(h), dp, nd, kd, C.int32_t(mode), &meta[0])
+	if dims != nil {
+		attrs[1] = C.int64_t(len(dims))
+		for _, d := range dims {
+			attrs = append(attrs, C.int64_t(d))
+		}
+	}
+	s, _ := ops.Lookup([]string{"sum", "mean"}[op])
+	in := C.int64_t(h)
+	rc := lucid_op(C.int32_t(s.ID), &in, 1, &attrs[0], C.int32_t(len(attrs)), C.int32_t(mode), &meta[0])
+	return int(rc), goMeta(&meta)
+}
+
+// opMeta calls lucid_op for the op named name on tensor handles hs with no
+// attributes.
+func opMeta(name string, hs []int64, mode int32) (int, metaArray) {
+	var meta [C.LUCID_META_LEN]C.int64_t
+	s, _ := ops.Lookup(name)
+	in := make([]C.int64_t, len(hs))
+	for i, h := range hs {
+		in[i] = C.int64_t(h)
+	}
+	rc := lucid_op(C.int32_t(s.ID), &in[0], C.int32_t(len(in)), nil, 0, C.int32_t(mode), &meta[0])
 	return int(rc), goMeta(&meta)
 }
 

@@ -214,3 +214,24 @@ func TestJobPanicsAndErrorsComeBack(t *testing.T) {
 	}
 	noJobsLeft(t)
 }
+
+// Only reductions run as jobs: the other ops that lucid_op runs ignore
+// LUCID_MODE_INTERRUPTIBLE and return their result, however long the work.
+func TestInterruptibleFlagIsIgnoredByOtherOps(t *testing.T) {
+	withLongWork(t, 10)
+	x, _ := tensor.FromFloat64s(dtype.Float32, []int{100}, make([]float64, 100))
+	h := put(t, x)
+	for _, c := range []struct {
+		name string
+		hs   []int64
+	}{{"minimum", []int64{h, h}}, {"add", []int64{h, h}}, {"neg", []int64{h}}, {"copy", []int64{h}}} {
+		rc, meta := opMeta(c.name, c.hs, modeInterruptible)
+		if rc != statusOK {
+			t.Fatalf("%s: status %d, want LUCID_OK", c.name, rc)
+		}
+		if bits := resultBits(t, meta); len(bits) != 100 {
+			t.Fatalf("%s: %d elements, want 100", c.name, len(bits))
+		}
+	}
+	noJobsLeft(t)
+}

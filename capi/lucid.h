@@ -60,26 +60,11 @@
 #define LUCID_FLOAT32 9
 #define LUCID_FLOAT64 10
 
-/* binary ops (lucid_binary; lucid_op takes the ids of lucid_schemas instead) */
-#define LUCID_ADD 0
-#define LUCID_SUB 1
-#define LUCID_MUL 2
-#define LUCID_DIV 3
-#define LUCID_MINIMUM 4
-#define LUCID_MAXIMUM 5
-
-/* unary ops (lucid_unary) */
-#define LUCID_NEG 0
-
-/* reductions (lucid_reduce) */
-#define LUCID_SUM 0
-#define LUCID_MEAN 1
-
 /* call flags (the `mode` argument of op calls): grad recording and autocast */
 #define LUCID_MODE_GRAD 1
 #define LUCID_MODE_AUTOCAST 2
 /* the autocast dtype goes in bits 8..15: mode |= dtype << 8 */
-/* The caller of lucid_reduce_meta takes long work as a job: a reduction over
+/* The caller of lucid_op takes long work as a job: a reduction over
  * many elements (a broadcast view can make one last for hours in no memory)
  * then returns LUCID_PENDING at once, before any work, with the job in
  * meta[0], and runs on inside the library. The caller waits for it in short
@@ -126,7 +111,7 @@ typedef struct {
 } lucid_tensor_info;
 
 /* A meta array is the compact form of lucid_tensor_info that the hot calls
- * (lucid_op, lucid_binary_meta, lucid_reduce_meta, lucid_get_grad_meta) fill: it holds
+ * (lucid_op, lucid_job_wait, lucid_get_grad_meta) fill: it holds
  * LUCID_META_LEN values,
  *   meta[0]            the new handle,
  *   meta[1]            dtype | ndim << 8 | requires_grad << 16
@@ -249,27 +234,6 @@ int lucid_node_name(int64_t node, char *buf, size_t n);
 /* next_functions: node handles (0 = none) and output numbers, at most cap. */
 int lucid_node_next(int64_t node, int64_t *nodes, int32_t *outputs, int32_t cap, int32_t *count);
 
-int lucid_binary(int32_t op, int64_t a, int64_t b, int32_t mode, lucid_tensor_info *out);
-/* lucid_binary with a meta array for out (see LUCID_META_LEN). */
-int lucid_binary_meta(int32_t op, int64_t a, int64_t b, int32_t mode, int64_t *meta);
-int lucid_unary(int32_t op, int64_t a, int32_t mode, lucid_tensor_info *out);
-/* Sum or mean over dims (ndims < 0: all dims). */
-int lucid_reduce(int32_t op, int64_t a, const int64_t *dims, int32_t ndims, int32_t keepdim, int32_t mode,
-                 lucid_tensor_info *out);
-/* With LUCID_MODE_INTERRUPTIBLE in mode: LUCID_PENDING and a job in meta[0]
- * when the reduction is long. */
-int lucid_reduce_meta(int32_t op, int64_t a, const int64_t *dims, int32_t ndims, int32_t keepdim, int32_t mode,
-                      int64_t *meta);
-/* Waits up to ms milliseconds (ms <= 0: not at all) for a job. While it runs:
- * LUCID_PENDING. Once it has ended, the job is gone and this returns what the
- * call that started it would have: LUCID_OK with its result in meta, or its
- * error (message in lucid_errmsg on this thread). */
-int lucid_job_wait(int64_t job, int32_t ms, int64_t *meta);
-/* Stops a job and waits until its work has ended (within a fraction of a
- * millisecond of work, on every thread it used); frees it and whatever it
- * made. LUCID_EVALUE for a job that is unknown or has already ended. */
-int lucid_job_cancel(int64_t job);
-int lucid_cast(int64_t a, int32_t dtype, int32_t mode, lucid_tensor_info *out);
 /* The generic op call: runs the op whose "id" lucid_schemas gives on
  * n_inputs tensor handles (its "arity") with n_attrs attributes (its "attrs",
  * in order) under mode, and describes the result in meta (see
@@ -279,11 +243,20 @@ int lucid_cast(int64_t a, int32_t dtype, int32_t mode, lucid_tensor_info *out);
  *                  dims, and no dims follow);
  *   "view":        the shape.
  * Ops of kind "selection" (parts of another op's gradient) are not callable
- * (LUCID_EVALUE). At most 4 inputs and LUCID_MAX_DIMS + 2 attributes. */
+ * (LUCID_EVALUE). At most 4 inputs and LUCID_MAX_DIMS + 2 attributes. With
+ * LUCID_MODE_INTERRUPTIBLE in mode, a long reduction returns LUCID_PENDING
+ * and a job in meta[0]. */
 int lucid_op(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int64_t *attrs, int32_t n_attrs,
              int32_t mode, int64_t *meta);
-/* A contiguous copy with the same bits (differentiable). */
-int lucid_copy(int64_t a, int32_t mode, lucid_tensor_info *out);
+/* Waits up to ms milliseconds (ms <= 0: not at all) for a job. While it runs:
+ * LUCID_PENDING. Once it has ended, the job is gone and this returns what the
+ * call that started it would have: LUCID_OK with its result in meta, or its
+ * error (message in lucid_errmsg on this thread). */
+int lucid_job_wait(int64_t job, int32_t ms, int64_t *meta);
+/* Stops a job and waits until its work has ended (within a fraction of a
+ * millisecond of work, on every thread it used); frees it and whatever it
+ * made. LUCID_EVALUE for a job that is unknown or has already ended. */
+int lucid_job_cancel(int64_t job);
 
 /* Backward: start a run from n roots (grads[i] == 0: implicit ones). With
  * ninputs >= 0 it is a grad() call over inputs; with ninputs < 0 gradients

@@ -469,90 +469,16 @@ func lucid_node_next(h C.int64_t, nodes *C.int64_t, outputs *C.int32_t, capacity
 	})
 }
 
-var binaryOps = map[C.int32_t]func(*ops.Context, *tensor.Tensor, *tensor.Tensor) (*tensor.Tensor, error){
-	C.LUCID_ADD: ops.Add, C.LUCID_SUB: ops.Sub, C.LUCID_MUL: ops.Mul, C.LUCID_DIV: ops.Div,
-	C.LUCID_MINIMUM: ops.Minimum, C.LUCID_MAXIMUM: ops.Maximum,
-}
+// maxOpInputs and maxOpAttrs bound the arrays lucid_op reads.
+const (
+	maxOpInputs = 4
+	maxOpAttrs  = 2 + tensor.MaxDims
+)
 
-// opCall runs f on the tensors behind handles hs under the call's mode and
-// returns the result through out: the shape shared by every op export.
-func opCall(mode C.int32_t, out *C.lucid_tensor_info, hs []C.int64_t,
-	f func(c *ops.Context, ts []*tensor.Tensor) (*tensor.Tensor, error)) C.int {
-	return call(func() error {
-		c, err := contextOf(mode)
-		if err != nil {
-			return err
-		}
-		ts := make([]*tensor.Tensor, len(hs))
-		for i, h := range hs {
-			if ts[i], err = getTensor(h); err != nil {
-				return err
-			}
-		}
-		y, err := f(c, ts)
-		if err != nil {
-			return err
-		}
-		return fill(out, y)
-	})
-}
-
-// binaryOp runs op on the tensors behind handles a and b.
-func binaryOp(op C.int32_t, a, b C.int64_t, mode C.int32_t) (*tensor.Tensor, error) {
-	gateEnter()
-	c, err := contextOf(mode)
-	if err != nil {
-		return nil, err
-	}
-	f, ok := binaryOps[op]
-	if !ok {
-		return nil, errs.Valuef("unknown binary op %d", int(op))
-	}
-	ta, err := getTensor(a)
-	if err != nil {
-		return nil, err
-	}
-	tb, err := getTensor(b)
-	if err != nil {
-		return nil, err
-	}
-	return f(c, ta, tb)
-}
-
-//export lucid_binary
-func lucid_binary(op C.int32_t, a, b C.int64_t, mode C.int32_t, out *C.lucid_tensor_info) (rc C.int) {
-	defer recoverPanic(&rc)
-	t, err := binaryOp(op, a, b, mode)
-	if err == nil {
-		err = fill(out, t)
-	}
-	return status(err)
-}
-
-//export lucid_binary_meta
-func lucid_binary_meta(op C.int32_t, a, b C.int64_t, mode C.int32_t, meta *C.int64_t) (rc C.int) {
-	defer recoverPanic(&rc)
-	t, err := binaryOp(op, a, b, mode)
-	if err == nil {
-		err = fillMeta(meta, t)
-	}
-	return status(err)
-}
-
-//export lucid_unary
-func lucid_unary(op C.int32_t, a C.int64_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
-	return opCall(mode, out, []C.int64_t{a}, func(c *ops.Context, ts []*tensor.Tensor) (*tensor.Tensor, error) {
-		if op != C.LUCID_NEG {
-			return nil, errs.Valuef("unknown unary op %d", int(op))
-		}
-		return ops.Neg(c, ts[0])
-	})
-}
-
-// reduceOp runs reduction op over dims (ndims < 0: all dims) of a. With
-// LUCID_MODE_INTERRUPTIBLE in mode, a long one is started as a job instead
-// (jobs.go) and its id returned.
-func reduceOp(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, keepdim C.int32_t,
+// genericOp runs op id on the tensors behind inputs with attrs (lucid_op).
+// With LUCID_MODE_INTERRUPTIBLE in mode, a long reduction is started as a
+// job instead (jobs.go) and its id returned; other ops ignore the flag.
+func genericOp(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int64_t, nAttrs C.int32_t,
 	mode C.int32_t) (*tensor.Tensor, int64, error) {
 	gateEnter()
 	interruptible := mode&C.LUCID_MODE_INTERRUPTIBLE != 0
@@ -560,55 +486,59 @@ func reduceOp(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, keepd
 	if err != nil {
 		return nil, 0, err
 	}
-	t, err := getTensor(a)
-	if err != nil {
-		return nil, 0, err
+	if nInputs < 0 || nInputs > maxOpInputs || (nInputs > 0 && inputs == nil) {
+		return nil, 0, errs.Valuef("invalid input array (%d handles at %p)", int(nInputs), inputs)
 	}
-	var ds []int
-	if ndims >= 0 {
-		if ds, err = shapeOf(ndims, dims); err != nil {
+	if nAttrs < 0 || nAttrs > maxOpAttrs || (nAttrs > 0 && attrs == nil) {
+		return nil, 0, errs.Valuef("invalid attribute array (%d values at %p)", int(nAttrs), attrs)
+	}
+	var buf [maxOpInputs]*tensor.Tensor
+	in := buf[:nInputs]
+	for i, h := range unsafe.Slice(inputs, int(nInputs)) {
+		if in[i], err = getTensor(h); err != nil {
 			return nil, 0, err
 		}
 	}
-	if op != C.LUCID_SUM && op != C.LUCID_MEAN {
-		return nil, 0, errs.Valuef("unknown reduction %d", int(op))
+	var as []int64
+	if nAttrs > 0 {
+		as = unsafe.Slice((*int64)(unsafe.Pointer(attrs)), int(nAttrs))
 	}
-	if interruptible && t.Numel() >= longWork {
-		return nil, startReduceJob(c, op, t, ds, keepdim), nil
+	if interruptible && nInputs == 1 && in[0].Numel() >= longWork && isReduction(id) {
+		return nil, startOpJob(c, int(id), in, as), nil
 	}
-	y, err := reduce(c, op, t, ds, keepdim)
-	return y, 0, err
+	t, err := ops.Call(c, int(id), in, as)
+	return t, 0, err
 }
 
-// startReduceJob is reduceOp's long path (a function of its own, so that
-// its closure's captures cost reduceOp nothing).
-func startReduceJob(c *ops.Context, op C.int32_t, t *tensor.Tensor, ds []int, keepdim C.int32_t) int64 {
-	return startJob(c, func(c *ops.Context) (*tensor.Tensor, error) { return reduce(c, op, t, ds, keepdim) })
-}
-
-func reduce(c *ops.Context, op C.int32_t, t *tensor.Tensor, ds []int, keepdim C.int32_t) (*tensor.Tensor, error) {
-	if op == C.LUCID_MEAN {
-		return ops.Mean(c, t, ds, keepdim != 0)
+// opKinds holds the kind of every op id.
+var opKinds = func() []ops.Kind {
+	ss := ops.Schemas()
+	ks := make([]ops.Kind, len(ss))
+	for i, s := range ss {
+		ks[i] = s.Kind
 	}
-	return ops.Sum(c, t, ds, keepdim != 0)
+	return ks
+}()
+
+func isReduction(id C.int32_t) bool {
+	return id >= 0 && int(id) < len(opKinds) && opKinds[id] == ops.Reduction
 }
 
-//export lucid_reduce
-func lucid_reduce(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, keepdim C.int32_t, mode C.int32_t,
-	out *C.lucid_tensor_info) (rc C.int) {
-	defer recoverPanic(&rc)
-	t, _, err := reduceOp(op, a, dims, ndims, keepdim, mode&^C.LUCID_MODE_INTERRUPTIBLE)
-	if err == nil {
-		err = fill(out, t)
-	}
-	return status(err)
+// startOpJob is genericOp's long path (a function of its own, so that its
+// closure's captures cost genericOp nothing): the job gets copies of the
+// inputs and attributes, which live in the caller's memory only during the
+// call.
+func startOpJob(c *ops.Context, id int, in []*tensor.Tensor, as []int64) int64 {
+	ins := append([]*tensor.Tensor(nil), in...)
+	attrs := append([]int64(nil), as...)
+	return startJob(c, func(c *ops.Context) (*tensor.Tensor, error) { return ops.Call(c, id, ins, attrs) })
 }
 
-//export lucid_reduce_meta
-func lucid_reduce_meta(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32_t, keepdim C.int32_t,
+//export lucid_op
+func lucid_op(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int64_t, nAttrs C.int32_t,
 	mode C.int32_t, meta *C.int64_t) (rc C.int) {
 	defer recoverPanic(&rc)
-	t, job, err := reduceOp(op, a, dims, ndims, keepdim, mode)
+	t, job, err := genericOp(id, inputs, nInputs, attrs, nAttrs, mode)
 	switch {
 	case err != nil:
 	case job != 0:
@@ -618,69 +548,6 @@ func lucid_reduce_meta(op C.int32_t, a C.int64_t, dims *C.int64_t, ndims C.int32
 		err = fillMeta(meta, t)
 	}
 	return status(err)
-}
-
-// maxOpInputs and maxOpAttrs bound the arrays lucid_op reads.
-const (
-	maxOpInputs = 4
-	maxOpAttrs  = 2 + tensor.MaxDims
-)
-
-// genericOp runs op id on the tensors behind inputs with attrs (lucid_op).
-func genericOp(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int64_t, nAttrs C.int32_t,
-	mode C.int32_t) (*tensor.Tensor, error) {
-	gateEnter()
-	c, err := contextOf(mode)
-	if err != nil {
-		return nil, err
-	}
-	if nInputs < 0 || nInputs > maxOpInputs || (nInputs > 0 && inputs == nil) {
-		return nil, errs.Valuef("invalid input array (%d handles at %p)", int(nInputs), inputs)
-	}
-	if nAttrs < 0 || nAttrs > maxOpAttrs || (nAttrs > 0 && attrs == nil) {
-		return nil, errs.Valuef("invalid attribute array (%d values at %p)", int(nAttrs), attrs)
-	}
-	var buf [maxOpInputs]*tensor.Tensor
-	in := buf[:nInputs]
-	for i, h := range unsafe.Slice(inputs, int(nInputs)) {
-		if in[i], err = getTensor(h); err != nil {
-			return nil, err
-		}
-	}
-	var as []int64
-	if nAttrs > 0 {
-		as = unsafe.Slice((*int64)(unsafe.Pointer(attrs)), int(nAttrs))
-	}
-	return ops.Call(c, int(id), in, as)
-}
-
-//export lucid_op
-func lucid_op(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int64_t, nAttrs C.int32_t,
-	mode C.int32_t, meta *C.int64_t) (rc C.int) {
-	defer recoverPanic(&rc)
-	t, err := genericOp(id, inputs, nInputs, attrs, nAttrs, mode)
-	if err == nil {
-		err = fillMeta(meta, t)
-	}
-	return status(err)
-}
-
-//export lucid_copy
-func lucid_copy(a C.int64_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
-	return opCall(mode, out, []C.int64_t{a}, func(c *ops.Context, ts []*tensor.Tensor) (*tensor.Tensor, error) {
-		return ops.Copy(c, ts[0])
-	})
-}
-
-//export lucid_cast
-func lucid_cast(a C.int64_t, dt C.int32_t, mode C.int32_t, out *C.lucid_tensor_info) C.int {
-	return opCall(mode, out, []C.int64_t{a}, func(c *ops.Context, ts []*tensor.Tensor) (*tensor.Tensor, error) {
-		d, err := dtypeOf(dt)
-		if err != nil {
-			return nil, err
-		}
-		return ops.Cast(c, ts[0], d)
-	})
 }
 
 // backwardRun is a backward pass in progress, driven by the host.

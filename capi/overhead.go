@@ -12,20 +12,10 @@ import (
 	"github.com/pylucid/pylucid/core/ops"
 )
 
-// The entries callLoop measures.
-const (
-	viaBinary     = iota // lucid_binary
-	viaBinaryMeta        // lucid_binary_meta
-	viaOp                // lucid_op, the generic call
-)
-
-// callLoop makes iters lucid_binary(minimum) calls on two float32 tensors of
-// n elements, as Python would: the Go side of the per-call overhead (see
+// callLoop makes iters lucid_op(minimum) calls on two float32 tensors of n
+// elements, as Python would: the Go side of the per-call overhead (see
 // overhead_test.go; cgo cannot appear in a _test file).
-func callLoop(n, iters int, grad bool) error { return callLoopVia(viaBinary, n, iters, grad) }
-
-// callLoopVia is callLoop through the entry via.
-func callLoopVia(via, n, iters int, grad bool) error {
+func callLoop(n, iters int, grad bool) error {
 	var info C.lucid_tensor_info
 	shape := []C.int64_t{C.int64_t(n)}
 	if rc := lucid_tensor_new(C.LUCID_FLOAT32, 1, &shape[0], &info); rc != 0 {
@@ -41,29 +31,26 @@ func callLoopVia(via, n, iters int, grad bool) error {
 		mode = C.LUCID_MODE_GRAD
 		lucid_set_requires_grad(x, 1)
 	}
-	s, _ := ops.Lookup("minimum")
-	id := C.int32_t(s.ID)
+	id := opID("minimum")
 	in := [2]C.int64_t{x, y}
 	var meta [C.LUCID_META_LEN]C.int64_t
 	for i := 0; i < iters; i++ {
-		var rc C.int
-		h := &info.handle
-		switch via {
-		case viaBinary:
-			rc = lucid_binary(C.LUCID_MINIMUM, x, y, mode, &info)
-		case viaBinaryMeta:
-			rc, h = lucid_binary_meta(C.LUCID_MINIMUM, x, y, mode, &meta[0]), &meta[0]
-		default:
-			rc, h = lucid_op(id, &in[0], 2, nil, 0, mode, &meta[0]), &meta[0]
+		if rc := lucid_op(id, &in[0], 2, nil, 0, mode, &meta[0]); rc != 0 {
+			return fmt.Errorf("minimum: %d", rc)
 		}
-		if rc != 0 {
-			return fmt.Errorf("minimum via %d: %d", via, rc)
-		}
-		lucid_release(*h)
+		lucid_release(meta[0])
 	}
 	lucid_release(x)
 	lucid_release(y)
 	return nil
+}
+
+func opID(name string) C.int32_t {
+	s, ok := ops.Lookup(name)
+	if !ok {
+		panic("no op " + name)
+	}
+	return C.int32_t(s.ID)
 }
 
 // stepLoop is one training step as Python makes it, iters times: clear both
@@ -80,18 +67,21 @@ func stepLoop(n, iters int) error {
 		lucid_set_requires_grad(leaves[i], 1)
 	}
 	var run C.int64_t
+	var meta [C.LUCID_META_LEN]C.int64_t
+	minimum, sum := opID("minimum"), opID("sum")
+	all := [2]C.int64_t{0, -1} // keepdim 0, all dims
 	for i := 0; i < iters; i++ {
 		for _, h := range leaves {
 			lucid_set_grad(h, 0)
 		}
-		if rc := lucid_binary(C.LUCID_MINIMUM, leaves[0], leaves[1], C.LUCID_MODE_GRAD, &info); rc != 0 {
-			return fmt.Errorf("binary: %d", rc)
+		if rc := lucid_op(minimum, &leaves[0], 2, nil, 0, C.LUCID_MODE_GRAD, &meta[0]); rc != 0 {
+			return fmt.Errorf("minimum: %d", rc)
 		}
-		y := info.handle
-		if rc := lucid_reduce(C.LUCID_SUM, y, nil, -1, 0, C.LUCID_MODE_GRAD, &info); rc != 0 {
+		y := meta[0]
+		if rc := lucid_op(sum, &y, 1, &all[0], 2, C.LUCID_MODE_GRAD, &meta[0]); rc != 0 {
 			return fmt.Errorf("sum: %d", rc)
 		}
-		s := info.handle
+		s := meta[0]
 		if rc := lucid_backward_run(&s, nil, 1, 0, C.LUCID_MODE_GRAD, &run); rc != 0 || run != 0 {
 			return fmt.Errorf("backward: %d", rc)
 		}

@@ -9,36 +9,18 @@ func benchCall(b *testing.B, n int, grad bool) {
 	}
 }
 
-func benchCallVia(b *testing.B, via, n int, grad bool) {
-	b.ReportAllocs()
-	if err := callLoopVia(via, n, b.N, grad); err != nil {
-		b.Fatal(err)
-	}
-}
-
-// The specialised entry Python calls today (lucid_binary_meta) against the
-// generic lucid_op, on the same work.
-func BenchmarkCallMetaMinimum1(b *testing.B)     { benchCallVia(b, viaBinaryMeta, 1, false) }
-func BenchmarkCallOpMinimum1(b *testing.B)       { benchCallVia(b, viaOp, 1, false) }
-func BenchmarkCallMetaMinimum1Grad(b *testing.B) { benchCallVia(b, viaBinaryMeta, 1, true) }
-func BenchmarkCallOpMinimum1Grad(b *testing.B)   { benchCallVia(b, viaOp, 1, true) }
-func BenchmarkCallMetaMinimum1000(b *testing.B)  { benchCallVia(b, viaBinaryMeta, 1000, false) }
-func BenchmarkCallOpMinimum1000(b *testing.B)    { benchCallVia(b, viaOp, 1000, false) }
-
 func BenchmarkCallMinimum1(b *testing.B)     { benchCall(b, 1, false) }
 func BenchmarkCallMinimum1Grad(b *testing.B) { benchCall(b, 1, true) }
 func BenchmarkCallMinimum1000(b *testing.B)  { benchCall(b, 1000, false) }
 
 // The loop itself must work: handles are released and the counters settle.
 func TestCallLoopReleasesHandles(t *testing.T) {
-	for _, via := range []int{viaBinary, viaBinaryMeta, viaOp} {
-		before := handles.count()
-		if err := callLoopVia(via, 10, 100, true); err != nil {
-			t.Fatal(err)
-		}
-		if got := handles.count(); got != before {
-			t.Fatalf("via %d: live handles %d, want %d", via, got, before)
-		}
+	before := handles.count()
+	if err := callLoop(10, 100, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := handles.count(); got != before {
+		t.Fatalf("live handles %d, want %d", got, before)
 	}
 }
 

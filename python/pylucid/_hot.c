@@ -10,8 +10,8 @@
  *     handle (small graph-free tensors in batches of 64, one call to
  *     lucid_release_many), with no Python frame;
  *   - binary, reduce_all and grad: the common op calls from argument check to
- *     result object, calling lucid_*_meta with the GIL released (as cffi
- *     does), so threads run ops in parallel.
+ *     result object, calling lucid_op (and lucid_get_grad_meta) with the GIL
+ *     released (as cffi does), so threads run ops in parallel.
  * Anything unusual (arguments that are not Tensors, a forked process) goes to
  * the Python fallback registered with init(), which raises the same errors
  * as before. Errors from the library are raised by the registered
@@ -20,10 +20,12 @@
  * Limited API (Py_LIMITED_API is set by the build to 3.10), like the cffi
  * extension: one wheel for CPython 3.10 and later.
  */
+#define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lucid.h"
 
@@ -54,6 +56,14 @@ static PyObject *drain;            /* drain(): forget what the library handed ba
 static PyObject *fallback_binary;  /* binary(op, a, b) in Python */
 static PyObject *fallback_reduce;  /* reduce(op, a, None, keepdim) in Python */
 static PyObject *pinned;           /* dict: function id -> record kept for the library (set_pinned) */
+
+/* What each lucid_op id is, from the exported schemas (init): binary takes
+ * only OP_BINARY ids, reduce_all only OP_REDUCTION ones. */
+#define MAX_OPS 1024
+#define OP_BINARY 'b'
+#define OP_REDUCTION 'r'
+static char op_kinds[MAX_OPS];
+static int32_t n_ops;
 
 static volatile int forked;
 
@@ -351,9 +361,18 @@ static int op_code(PyObject *op, int32_t *code) {
     return 0;
 }
 
-/* binary(op, a, b): lucid_binary_meta on two Tensors. Keyword arguments,
- * other argument counts and non-Tensors take the Python path, which raises
- * the usual errors. */
+/* code as an op id of the given kind (-1 with ValueError when it is not one). */
+static int check_kind(int32_t code, char kind, const char *what) {
+    if (code < 0 || code >= n_ops || op_kinds[code] != kind) {
+        PyErr_Format(PyExc_ValueError, "unknown %s %d", what, (int)code);
+        return -1;
+    }
+    return 0;
+}
+
+/* binary(op, a, b): lucid_op on two Tensors (op: a binary op's id).
+ * Keyword arguments, other argument counts and non-Tensors take the Python
+ * path, which raises the usual errors. */
 static PyObject *hot_binary(PyObject *mod, PyObject *args, PyObject *kwargs) {
     (void)mod;
     if ((kwargs != NULL && PyDict_Size(kwargs) > 0) || PyTuple_Size(args) != 3) {
@@ -364,14 +383,14 @@ static PyObject *hot_binary(PyObject *mod, PyObject *args, PyObject *kwargs) {
         return PyObject_CallObject(fallback_binary, args);
     }
     int32_t code, mode;
-    if (op_code(op, &code) < 0 || current_mode(&mode) < 0) {
+    if (op_code(op, &code) < 0 || check_kind(code, OP_BINARY, "binary op") < 0 || current_mode(&mode) < 0) {
         return NULL;
     }
-    int64_t ha = ((TensorBase *)a)->h, hb = ((TensorBase *)b)->h;
+    int64_t in[2] = {((TensorBase *)a)->h, ((TensorBase *)b)->h};
     int64_t meta[LUCID_META_LEN];
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = lucid_binary_meta(code, ha, hb, mode, meta);
+    rc = lucid_op(code, in, 2, NULL, 0, mode, meta);
     Py_END_ALLOW_THREADS
     if (rc) {
         return status_error(rc);
@@ -409,7 +428,7 @@ static int await_job(int64_t *meta) {
     }
 }
 
-/* reduce_all(op, a, keepdim): lucid_reduce_meta over all dims. */
+/* reduce_all(op, a, keepdim): lucid_op over all dims (op: a reduction's id). */
 static PyObject *hot_reduce_all(PyObject *mod, PyObject *args) {
     (void)mod;
     if (PyTuple_Size(args) != 3) {
@@ -422,14 +441,16 @@ static PyObject *hot_reduce_all(PyObject *mod, PyObject *args) {
     }
     int keepdim = PyObject_IsTrue(keep);
     int32_t code, mode;
-    if (keepdim < 0 || op_code(op, &code) < 0 || current_mode(&mode) < 0) {
+    if (keepdim < 0 || op_code(op, &code) < 0 || check_kind(code, OP_REDUCTION, "reduction") < 0 ||
+        current_mode(&mode) < 0) {
         return NULL;
     }
     int64_t ha = ((TensorBase *)a)->h;
+    int64_t attrs[2] = {keepdim, -1}; /* keepdim, all dims */
     int64_t meta[LUCID_META_LEN];
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = lucid_reduce_meta(code, ha, NULL, -1, keepdim, mode | LUCID_MODE_INTERRUPTIBLE, meta);
+    rc = lucid_op(code, &ha, 1, attrs, 2, mode | LUCID_MODE_INTERRUPTIBLE, meta);
     Py_END_ALLOW_THREADS
     if (rc) {
         if (rc == LUCID_PENDING && (rc = await_job(meta)) == 0) {
@@ -619,15 +640,19 @@ static PyObject *hot_dlpack_capsule(PyObject *mod, PyObject *args) {
     return c;
 }
 
-/* init(tensor_type, by_code, state, raise_status, drain, fallback_binary, fallback_reduce) */
+/* init(tensor_type, by_code, state, raise_status, drain, fallback_binary, fallback_reduce, kinds):
+ * kinds is a bytes object, one byte per op id: 'b' a binary op, 'r' a
+ * reduction, anything else an op these calls do not take. */
 static PyObject *hot_init(PyObject *mod, PyObject *args) {
     (void)mod;
     PyObject *tp, *codes, *st, *raiser, *drainer, *fb, *fr;
-    if (!PyArg_ParseTuple(args, "OOOOOOO", &tp, &codes, &st, &raiser, &drainer, &fb, &fr)) {
+    const char *kinds;
+    Py_ssize_t nkinds;
+    if (!PyArg_ParseTuple(args, "OOOOOOOy#", &tp, &codes, &st, &raiser, &drainer, &fb, &fr, &kinds, &nkinds)) {
         return NULL;
     }
-    if (!PyType_Check(tp) || !PyTuple_Check(codes)) {
-        PyErr_SetString(PyExc_TypeError, "init(tensor_type, by_code tuple, ...)");
+    if (!PyType_Check(tp) || !PyTuple_Check(codes) || nkinds > MAX_OPS) {
+        PyErr_SetString(PyExc_TypeError, "init(tensor_type, by_code tuple, ..., kinds of at most 1024 ops)");
         return NULL;
     }
     allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)tp, Py_tp_alloc);
@@ -645,6 +670,8 @@ static PyObject *hot_init(PyObject *mod, PyObject *args) {
     set_ref(&drain, drainer);
     set_ref(&fallback_binary, fb);
     set_ref(&fallback_reduce, fr);
+    memcpy(op_kinds, kinds, (size_t)nkinds);
+    n_ops = (int32_t)nkinds;
     Py_RETURN_NONE;
 }
 

@@ -20,10 +20,11 @@ raises at once.
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import threading
-from typing import Any, NoReturn
+from typing import Any, Dict, List, NoReturn, Optional
 
 from ._cdef import cdef as _cdef
 
@@ -138,3 +139,30 @@ def raise_status(rc: int) -> NoReturn:
 def check(rc: int) -> None:
     if rc:
         raise_status(rc)
+
+
+_schema_table: Optional[List[Dict[str, Any]]] = None
+
+
+def schema_table() -> List[Dict[str, Any]]:
+    """The op schemas the library exports (``lucid_schemas``), parsed once:
+    dicts with name, version, amp_policy, deterministic, id, kind, arity,
+    outputs and attrs, in id order. ``id`` is what ``lucid_op`` takes."""
+    global _schema_table
+    if _schema_table is None:
+        check_fork()
+        needed = ffi.new("size_t*")
+        check(lib.lucid_schemas(ffi.NULL, 0, needed))
+        buf = ffi.new("char[]", needed[0])
+        check(lib.lucid_schemas(buf, needed[0], needed))
+        table: List[Dict[str, Any]] = json.loads(ffi.string(buf).decode())
+        _schema_table = sorted(table, key=lambda s: int(s["id"]))
+    return _schema_table
+
+
+def op_id(name: str) -> int:
+    """The ``lucid_op`` id of the op registered under name."""
+    for s in schema_table():
+        if s["name"] == name:
+            return int(s["id"])
+    raise KeyError("no op %r in the library" % name)

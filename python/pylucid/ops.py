@@ -1,7 +1,7 @@
 """pylucid's operators.
 
 Each op accepts Tensors, NumPy arrays and Python scalars mixed, broadcasts like
-NumPy, promotes dtypes as SPEC §3 says (Python scalars are weak), and records
+NumPy, promotes dtypes as docs/dtypes.md says (Python scalars are weak), and records
 autograd when an input requires grad. ``op.schema`` is the op's registered
 schema; :func:`schemas` lists them all.
 """
@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import enum
 import functools
-import json
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Union
 
 from . import _lib
-from ._lib import ffi, lib, raise_status
-from .tensor import ADD, DIV, MAXIMUM, MEAN, MINIMUM, MUL, SUB, SUM, Tensor, binary, reduce
+from .tensor import Tensor, as_tensor, binary, reduce, unary
 
 ArrayLike = Any
 
 
 class AmpPolicy(enum.Enum):
-    """How an op's floating inputs are cast under autocast (SPEC §4)."""
+    """How an op's floating inputs are cast under autocast (docs/dtypes.md)."""
 
     PROMOTE = "Promote"
     LOWER_PRECISION = "LowerPrecision"
@@ -44,17 +42,9 @@ def _load_schemas() -> Dict[str, OpSchema]:
     global _schemas
     _lib.check_fork()
     if _schemas is None:
-        needed = ffi.new("size_t*")
-        rc = lib.lucid_schemas(ffi.NULL, 0, needed)
-        if rc:
-            raise_status(rc)
-        buf = ffi.new("char[]", needed[0])
-        rc = lib.lucid_schemas(buf, needed[0], needed)
-        if rc:
-            raise_status(rc)
-        raw = json.loads(ffi.string(buf).decode())
         _schemas = {
-            s["name"]: OpSchema(s["name"], s["version"], AmpPolicy(s["amp_policy"]), s["deterministic"]) for s in raw
+            s["name"]: OpSchema(s["name"], s["version"], AmpPolicy(s["amp_policy"]), s["deterministic"])
+            for s in _lib.schema_table()
         }
     return _schemas
 
@@ -98,64 +88,73 @@ def _op_named(name: str) -> "Op":
     return op
 
 
-def _binary_op(name: str, code: int, doc: str) -> Op:
-    return Op(name, binary, code, doc=doc)
+Dims = Union[None, int, Sequence[int]]
 
+# The public ops are built from the schemas the library exports: every
+# elementwise op without attributes (binary or unary) and every reduction,
+# called by its id through lucid_op. Internal ops (views, the selection
+# halves of the minimum/maximum gradient, and the elementwise ops below,
+# which Tensor's methods reach) are not public callables.
+_INTERNAL = frozenset({"cast", "copy"})
 
-minimum = _binary_op(
-    "minimum",
-    MINIMUM,
-    """Elementwise minimum with NumPy broadcasting.
+# Docstrings of the public ops; an op without one here gets a plain one
+# made from its schema.
+_DOCS = {
+    "minimum": """Elementwise minimum with NumPy broadcasting.
 
     ``y[i] = a[i]`` when ``a[i] <= b[i]`` or ``a[i]`` is NaN, else ``b[i]``
     (the winner's bits). The gradient goes to the operand selected: ties go
     to ``a``, NaN to the operand that produced it (to ``a`` when both are).
     """,
-)
-maximum = _binary_op(
-    "maximum",
-    MAXIMUM,
-    """Elementwise maximum: the mirror of :func:`minimum` (``>=``; ties to ``a``).""",
-)
-add = _binary_op("add", ADD, "``a + b`` with broadcasting.")
-sub = _binary_op("sub", SUB, "``a - b`` with broadcasting.")
-mul = _binary_op("mul", MUL, "``a * b`` with broadcasting.")
-div = _binary_op("div", DIV, "``a / b`` (true division) with broadcasting.")
+    "maximum": """Elementwise maximum: the mirror of :func:`minimum` (``>=``; ties to ``a``).""",
+    "add": "``a + b`` with broadcasting.",
+    "sub": "``a - b`` with broadcasting.",
+    "mul": "``a * b`` with broadcasting.",
+    "div": "``a / b`` (true division) with broadcasting.",
+    "neg": "``-a``.",
+    "sum": "Sum over ``dim`` (all dims when None); integers sum to int64.",
+    "mean": "Mean over ``dim`` (all dims when None) of a floating tensor.",
+}
 
 
-def _neg(a: ArrayLike) -> Tensor:
-    from .tensor import as_tensor
-
-    return -as_tensor(a)
+def _unary(op: int, a: ArrayLike) -> Tensor:
+    return unary(op, as_tensor(a))
 
 
-neg = Op("neg", _neg, doc="``-a``.")
-
-Dims = Union[None, int, Sequence[int]]
-
-
-def _sum(a: ArrayLike, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    return reduce(SUM, a, dim, keepdim)
+def _reduction(op: int, a: ArrayLike, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    return reduce(op, a, dim, keepdim)
 
 
-def _mean(a: ArrayLike, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    return reduce(MEAN, a, dim, keepdim)
+def _build(s: Dict[str, Any]) -> Optional[Op]:
+    """The public op for schema s (None for an internal op)."""
+    name, kind, arity = s["name"], s["kind"], s["arity"]
+    if kind == "reduction":
+        doc = "``%s`` over ``dim`` (all dims when None)." % name
+        return Op(name, _reduction, s["id"], doc=_DOCS.get(name, doc))
+    if kind != "elementwise" or s["attrs"] or name in _INTERNAL:
+        return None
+    if arity == 2:
+        return Op(name, binary, s["id"], doc=_DOCS.get(name, "Elementwise ``%s(a, b)`` with broadcasting." % name))
+    return Op(name, _unary, s["id"], doc=_DOCS.get(name, "Elementwise ``%s(a)``." % name))
 
 
-sum = Op("sum", _sum, doc="Sum over ``dim`` (all dims when None); integers sum to int64.")
-mean = Op("mean", _mean, doc="Mean over ``dim`` (all dims when None) of a floating tensor.")
+# Declared for type checkers; assigned from the schemas below.
+minimum: Op
+maximum: Op
+add: Op
+sub: Op
+mul: Op
+div: Op
+neg: Op
+sum: Op
+mean: Op
 
-__all__ = [
-    "AmpPolicy",
-    "OpSchema",
-    "schemas",
-    "minimum",
-    "maximum",
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "neg",
-    "sum",
-    "mean",
-]
+_public: List[str] = []
+for _s in _lib.schema_table():
+    _op = _build(_s)
+    if _op is not None:
+        globals()[_s["name"]] = _op
+        _public.append(_s["name"])
+del _s, _op
+
+__all__ = ["AmpPolicy", "OpSchema", "schemas"] + _public

@@ -28,9 +28,11 @@ if _lib.MODE == "api":
     except ImportError:  # a development tree built before _hot.c existed
         _hot = None
 
-# Op codes of lucid.h.
-ADD, SUB, MUL, DIV, MINIMUM, MAXIMUM = 0, 1, 2, 3, 4, 5
-SUM, MEAN = 0, 1
+# The lucid_op ids of the ops Tensor's methods and operators call (the
+# library exports every op's id with its schema; pylucid.ops builds the rest).
+ADD, SUB, MUL, DIV = (_lib.op_id(n) for n in ("add", "sub", "mul", "div"))
+MINIMUM, MAXIMUM, SUM, MEAN = (_lib.op_id(n) for n in ("minimum", "maximum", "sum", "mean"))
+NEG, CAST, COPY = (_lib.op_id(n) for n in ("neg", "cast", "copy"))
 
 _tls = threading.local()
 
@@ -309,11 +311,7 @@ def _copy(t: "Tensor") -> "Tensor":
     """A private contiguous copy with the same bits (-0.0 and NaN payloads
     kept), outside any graph, so the new tensor never aliases t."""
     _lib.check_fork()
-    info = _info()
-    rc = lib.lucid_copy(t._h, state.mode & ~1, info)
-    if rc:
-        raise_status(rc)
-    return _wrap(info)
+    return _unary_call(COPY, t, ffi.NULL, 0, state.mode & ~1)
 
 
 def zeros(shape: Union[int, Sequence[int]], dtype: DTypeLike = float32) -> "Tensor":
@@ -502,7 +500,7 @@ class Tensor(_TensorBase):
             _lib.check_fork()
         if _hot is not None and type(self) is Tensor:
             return _hot_grad(self)  # type: ignore[no-any-return]
-        buf, mv = _meta_buffer()
+        buf, mv, _ = _meta_buffer()
         rc = _lucid_get_grad_meta(self._h, buf)
         if rc:
             raise_status(rc)
@@ -677,11 +675,7 @@ class Tensor(_TensorBase):
     def to(self, dtype: DTypeLike) -> "Tensor":
         """This tensor converted to ``dtype`` (differentiable)."""
         _lib.check_fork()
-        info = _info()
-        rc = lib.lucid_cast(self._h, as_dtype(dtype).code, state.mode, info)
-        if rc:
-            raise_status(rc)
-        return _wrap(info)
+        return _unary_call(CAST, self, [as_dtype(dtype).code], 1, state.mode)
 
     def sum(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> "Tensor":
         """Sum over ``dim`` (all dims when None); see :func:`pylucid.ops.sum`."""
@@ -719,11 +713,7 @@ class Tensor(_TensorBase):
 
     def __neg__(self) -> "Tensor":
         _lib.check_fork()
-        info = _info()
-        rc = lib.lucid_unary(0, self._h, state.mode, info)
-        if rc:
-            raise_status(rc)
-        return _wrap(info)
+        return _unary_call(NEG, self, ffi.NULL, 0, state.mode)
 
     __array_priority__ = 1000  # NumPy defers `ndarray op Tensor` to us
 
@@ -742,15 +732,30 @@ class Tensor(_TensorBase):
         return (1, 0)
 
 
-def _meta_buffer() -> Tuple[Any, memoryview]:
+def _meta_buffer() -> Tuple[Any, memoryview, Any]:
     """The calling thread's meta array (lucid.h, LUCID_META_LEN) and an int64
-    memoryview of it: indexing the view is cheaper than reading cffi fields."""
+    memoryview of it: indexing the view is cheaper than reading cffi fields.
+    The third value points at two more, where lucid_op's inputs go
+    (``mv[_IN]``, ``mv[_IN + 1]``)."""
     try:
         return _tls.meta  # type: ignore[no-any-return]
     except AttributeError:
-        buf = ffi.new("int64_t[]", lib.LUCID_META_LEN)
-        _tls.meta = (buf, memoryview(ffi.buffer(buf)).cast("q"))
+        buf = ffi.new("int64_t[]", _IN + 2)
+        _tls.meta = (buf, memoryview(ffi.buffer(buf)).cast("q"), buf + _IN)
         return _tls.meta  # type: ignore[no-any-return]
+
+
+_IN = lib.LUCID_META_LEN  # where lucid_op's inputs go in the meta buffer
+
+
+def _unary_call(op: int, t: "Tensor", attrs: Any, nattrs: int, mode: int) -> "Tensor":
+    """lucid_op(op) on one tensor with attrs under mode."""
+    buf, mv, inp = _meta_buffer()
+    mv[_IN] = t._h
+    rc = _lucid_op(op, inp, 1, attrs, nattrs, mode, buf)
+    if rc:
+        raise_status(rc)
+    return _from_meta(mv)
 
 
 def _from_meta(mv: memoryview) -> "Tensor":
@@ -789,15 +794,26 @@ def _py_binary(op: int, a: Any, b: Any) -> Tensor:
         _reraise_interrupt()
     ta = a if type(a) is Tensor else _operand(a)
     tb = b if type(b) is Tensor else _operand(b)
-    buf, mv = _meta_buffer()
-    rc = _lucid_binary_meta(op, ta._h, tb._h, state.mode, buf)
+    buf, mv, inp = _meta_buffer()
+    mv[_IN] = ta._h
+    mv[_IN + 1] = tb._h
+    rc = _lucid_op(op, inp, 2, _NULL, 0, state.mode, buf)
     if rc:
         raise_status(rc)
     return _from_meta(mv)
 
 
+def unary(op: int, t: Tensor) -> Tensor:
+    """The elementwise op whose lucid_op id is op on t."""
+    if _lib._forked:
+        _lib.check_fork()
+    if _interrupted:
+        _reraise_interrupt()
+    return _unary_call(op, t, _NULL, 0, state.mode)
+
+
 def reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool) -> Tensor:
-    """Sum or mean over dim (all dims when None)."""
+    """The reduction whose lucid_op id is op over dim (all dims when None)."""
     if dim is None and _hot is not None:
         return _hot_reduce_all(op, a, keepdim)  # type: ignore[no-any-return]
     return _py_reduce(op, a, dim, keepdim)
@@ -809,13 +825,14 @@ def _py_reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: b
     if _interrupted:
         _reraise_interrupt()
     ta = a if type(a) is Tensor else as_tensor(a)
-    dims: Any = ffi.NULL
-    nd = -1
+    attrs = [1 if keepdim else 0, -1]  # keepdim, ndims (-1: all), dims (lucid.h, lucid_op)
     if dim is not None:
         dims = _scalars.index_list(dim, "dim")
-        nd = len(dims)
-    buf, mv = _meta_buffer()
-    rc = _lucid_reduce_meta(op, ta._h, dims, nd, 1 if keepdim else 0, state.mode | _INTERRUPTIBLE, buf)
+        attrs[1] = len(dims)
+        attrs += dims
+    buf, mv, inp = _meta_buffer()
+    mv[_IN] = ta._h
+    rc = _lucid_op(op, inp, 1, attrs, len(attrs), state.mode | _INTERRUPTIBLE, buf)
     if rc:
         if rc == _PENDING:
             rc = _await_job(buf)
@@ -842,8 +859,8 @@ def _await_job(buf: Any) -> int:
         raise
 
 
-_lucid_binary_meta = lib.lucid_binary_meta
-_lucid_reduce_meta = lib.lucid_reduce_meta
+_lucid_op = lib.lucid_op
+_NULL = ffi.NULL
 _lucid_job_wait = lib.lucid_job_wait
 _INTERRUPTIBLE = lib.LUCID_MODE_INTERRUPTIBLE
 _PENDING = lib.LUCID_PENDING
@@ -901,9 +918,17 @@ def _gc_phase(phase: str, info: dict[str, Any]) -> None:
         _hot_gc_started()
 
 
+def _hot_kind(s: dict[str, Any]) -> int:
+    """An op's kind as _hot.init takes it (one byte per op id)."""
+    if s["kind"] == "elementwise" and s["arity"] == 2 and not s["attrs"]:
+        return ord("b")
+    return ord("r") if s["kind"] == "reduction" else ord("-")
+
+
 binary: Callable[[int, Any, Any], Tensor]
 if _hot is not None:
-    _hot.init(Tensor, tuple(BY_CODE.get(i) for i in range(256)), state, raise_status, drain, _py_binary, _py_reduce)
+    _hot.init(Tensor, tuple(BY_CODE.get(i) for i in range(256)), state, raise_status, drain, _py_binary, _py_reduce,
+              bytes(_hot_kind(s) for s in _lib.schema_table()))
     _hot.set_pinned(functions)
     binary = _hot.binary
     _hot_reduce_all = _hot.reduce_all
