@@ -70,6 +70,7 @@ func stepLoop(n, iters int) error {
 	var meta [C.LUCID_META_LEN]C.int64_t
 	minimum, sum := opID("minimum"), opID("sum")
 	all := [2]C.int64_t{0, -1} // keepdim 0, all dims
+	var y, s C.int64_t         // outside the loop: their addresses are taken once
 	for i := 0; i < iters; i++ {
 		for _, h := range leaves {
 			lucid_set_grad(h, 0)
@@ -77,11 +78,11 @@ func stepLoop(n, iters int) error {
 		if rc := lucid_op(minimum, &leaves[0], 2, nil, 0, C.LUCID_MODE_GRAD, &meta[0]); rc != 0 {
 			return fmt.Errorf("minimum: %d", rc)
 		}
-		y := meta[0]
+		y = meta[0]
 		if rc := lucid_op(sum, &y, 1, &all[0], 2, C.LUCID_MODE_GRAD, &meta[0]); rc != 0 {
 			return fmt.Errorf("sum: %d", rc)
 		}
-		s := meta[0]
+		s = meta[0]
 		if rc := lucid_backward_run(&s, nil, 1, 0, C.LUCID_MODE_GRAD, &run); rc != 0 || run != 0 {
 			return fmt.Errorf("backward: %d", rc)
 		}

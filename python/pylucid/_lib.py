@@ -108,12 +108,12 @@ def check_fork() -> None:
 
 
 _EXCEPTIONS: dict[int, type[Exception]] = {
-    1: ValueError,
-    2: TypeError,
-    3: RuntimeError,
-    4: RuntimeError,
-    5: OverflowError,
-    6: MemoryError,
+    lib.LUCID_EVALUE: ValueError,
+    lib.LUCID_ETYPE: TypeError,
+    lib.LUCID_ERUNTIME: RuntimeError,
+    lib.LUCID_EPANIC: RuntimeError,
+    lib.LUCID_EOVERFLOW: OverflowError,
+    lib.LUCID_ENOMEM: MemoryError,
 }
 
 _msgbuf = threading.local()

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import threading
 
-MODE_GRAD = 1
-MODE_AUTOCAST = 2
+from ._lib import lib
+
+MODE_GRAD: int = lib.LUCID_MODE_GRAD
+MODE_AUTOCAST: int = lib.LUCID_MODE_AUTOCAST
 
 
 class _State(threading.local):

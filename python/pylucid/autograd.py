@@ -20,6 +20,7 @@ from ._lib import ffi, lib, raise_status
 from ._state import MODE_GRAD, is_grad_enabled, state
 from ._state import set_grad_enabled as _set_grad
 from .tensor import Tensor, _hot, as_tensor, from_handle, functions, records, zeros
+from .tensor import late as _tensor_late
 
 __all__ = [
     "backward",
@@ -487,3 +488,6 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Union[Tensor, Sequence[Tensor]
         return tuple(g if g is not None else zeros(ins[i].shape, ins[i].dtype) for g, i in zip(gs, wrt))
 
     return gradcheck(first_derivative, xs + vs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)
+
+
+_tensor_late.drive, _tensor_late.run, _tensor_late.backward = _drive, _run, backward

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import math
 from typing import Any, Optional, Tuple, Union
 
 import numpy as np
@@ -31,16 +30,17 @@ import numpy as np
 from . import _lib
 from ._lib import ffi, lib, raise_status
 from .dtypes import ALL, bfloat16, bool_, dtype, float16, float32, float64, int8, int16, int32, int64, uint8
-from .tensor import Releaser, Tensor, _borrowed, _copy, _hot, _info, _tokens, _wrap, from_numpy
+from .tensor import Releaser, Tensor, _copy, _hot, borrow, from_numpy
+from .tensor import late as _tensor_late
 
 __all__ = ["from_dlpack", "to_dlpack", "DLPACK_VERSION", "KDL_CPU"]
 
 #: The DLPack version pylucid produces (and the newest major it reads).
-DLPACK_VERSION: Tuple[int, int] = (1, 0)
+DLPACK_VERSION: Tuple[int, int] = (lib.LUCID_DLPACK_MAJOR, lib.LUCID_DLPACK_MINOR)
 #: DLDeviceType of host memory.
-KDL_CPU = 1
+KDL_CPU: int = lib.LUCID_DL_CPU
 
-_FLAG_READ_ONLY = 1
+_FLAG_READ_ONLY = lib.LUCID_DL_FLAG_READ_ONLY
 
 _VERSIONED = b"dltensor_versioned"
 _LEGACY = b"dltensor"
@@ -48,7 +48,8 @@ _USED_VERSIONED = b"used_dltensor_versioned"
 _USED_LEGACY = b"used_dltensor"
 
 # DLPack (code, bits) of each dtype, and back.
-_KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_BFLOAT, _KDL_BOOL = 0, 1, 2, 4, 6
+_KDL_INT, _KDL_UINT, _KDL_FLOAT = lib.LUCID_DL_INT, lib.LUCID_DL_UINT, lib.LUCID_DL_FLOAT
+_KDL_BFLOAT, _KDL_BOOL = lib.LUCID_DL_BFLOAT, lib.LUCID_DL_BOOL
 _FROM_DL: dict[Tuple[int, int], dtype] = {
     (_KDL_BOOL, 8): bool_,
     (_KDL_UINT, 8): uint8,
@@ -198,8 +199,8 @@ def _borrow(dl: Any, readonly: bool, owner: Releaser) -> Tensor:
     _check_device(int(dl.device.device_type), int(dl.device.device_id))
     dt = _dtype_of(int(dl.dtype.code), int(dl.dtype.bits), int(dl.dtype.lanes))
     nd = int(dl.ndim)
-    if not 0 <= nd <= 64:
-        raise ValueError("pylucid.from_dlpack: %d dims; at most 64 are supported" % nd)
+    if not 0 <= nd <= lib.LUCID_MAX_DIMS:
+        raise ValueError("pylucid.from_dlpack: %d dims; at most %d are supported" % (nd, lib.LUCID_MAX_DIMS))
     shape = [int(d) for d in ffi.unpack(dl.shape, nd)] if nd else []
     if nd and dl.strides != ffi.NULL:
         strides = [int(s) for s in ffi.unpack(dl.strides, nd)]
@@ -208,26 +209,8 @@ def _borrow(dl: Any, readonly: bool, owner: Releaser) -> Tensor:
         for i in range(nd - 1, -1, -1):
             strides[i] = acc
             acc *= shape[i]
-    isz = dt.itemsize
     data = int(ffi.cast("uintptr_t", dl.data)) + int(dl.byte_offset)
-    base, offset, span = data, 0, 0
-    if math.prod(shape):
-        lo = hi = 0
-        for n, s in zip(shape, strides):
-            if s < 0:
-                lo += (n - 1) * s
-            else:
-                hi += (n - 1) * s
-        base, offset, span = data + lo * isz, -lo, (hi - lo + 1) * isz
-    token = next(_tokens)
-    _borrowed[token] = owner
-    info = _info()
-    rc = lib.lucid_tensor_borrow(ffi.cast("void *", base), span, dt.code, nd, shape, strides, offset,
-                                 1 if readonly else 0, token, info)
-    if rc:
-        _borrowed.pop(token, None)
-        raise_status(rc)
-    return _wrap(info)
+    return borrow(data, dt, shape, strides, readonly, owner)
 
 
 def _consume(capsule: Any) -> Tensor:
@@ -303,3 +286,6 @@ def from_dlpack(x: Any, *, device: Device = None, copy: Optional[bool] = None) -
         if raw.max() > 1:  # bytes other than 0/1: the kernels need canonical bools
             return from_numpy(raw != 0)
     return _copy(t) if copy else t
+
+
+_tensor_late.to_dlpack = to_dlpack

@@ -6,6 +6,8 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from ._lib import lib
+
 try:  # bfloat16 at the NumPy boundary needs ml_dtypes (optional)
     import ml_dtypes as _ml_dtypes
 
@@ -40,16 +42,17 @@ class dtype:
         return self._np
 
 
-bool_ = dtype("bool", 1, 1, False, np.dtype(np.bool_))
-uint8 = dtype("uint8", 2, 1, False, np.dtype(np.uint8))
-int8 = dtype("int8", 3, 1, False, np.dtype(np.int8))
-int16 = dtype("int16", 4, 2, False, np.dtype(np.int16))
-int32 = dtype("int32", 5, 4, False, np.dtype(np.int32))
-int64 = dtype("int64", 6, 8, False, np.dtype(np.int64))
-float16 = dtype("float16", 7, 2, True, np.dtype(np.float16))
-bfloat16 = dtype("bfloat16", 8, 2, True, _BF16_NP)
-float32 = dtype("float32", 9, 4, True, np.dtype(np.float32))
-float64 = dtype("float64", 10, 8, True, np.dtype(np.float64))
+# The codes are the library's (lucid.h, LUCID_BOOL ... LUCID_FLOAT64).
+bool_ = dtype("bool", lib.LUCID_BOOL, 1, False, np.dtype(np.bool_))
+uint8 = dtype("uint8", lib.LUCID_UINT8, 1, False, np.dtype(np.uint8))
+int8 = dtype("int8", lib.LUCID_INT8, 1, False, np.dtype(np.int8))
+int16 = dtype("int16", lib.LUCID_INT16, 2, False, np.dtype(np.int16))
+int32 = dtype("int32", lib.LUCID_INT32, 4, False, np.dtype(np.int32))
+int64 = dtype("int64", lib.LUCID_INT64, 8, False, np.dtype(np.int64))
+float16 = dtype("float16", lib.LUCID_FLOAT16, 2, True, np.dtype(np.float16))
+bfloat16 = dtype("bfloat16", lib.LUCID_BFLOAT16, 2, True, _BF16_NP)
+float32 = dtype("float32", lib.LUCID_FLOAT32, 4, True, np.dtype(np.float32))
+float64 = dtype("float64", lib.LUCID_FLOAT64, 8, True, np.dtype(np.float64))
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 BY_CODE = {d.code: d for d in ALL}

@@ -14,9 +14,9 @@ import numpy as np
 
 from . import _lib
 from ._lib import ffi, lib, raise_status
-from ._state import state
+from ._state import MODE_GRAD, state
 from . import _scalars
-from .dtypes import BY_CODE, DTypeLike, as_dtype, dtype, float32, float64, from_numpy_dtype
+from .dtypes import BY_CODE, DTypeLike, as_dtype, bfloat16, bool_, dtype, float32, float64, from_numpy_dtype
 
 # The per-call hot path in C (_hot.c): Tensor's fields and handle release,
 # and the common op calls. It links the package's own library, so it is used
@@ -169,33 +169,39 @@ def from_numpy(arr: np.ndarray, requires_grad: bool = False) -> "Tensor":
         arr = np.ascontiguousarray(arr)
         strides = arr.strides
     nd = arr.ndim
-    if nd > 64:
-        raise ValueError("arrays with more than 64 dims are not supported")
+    if nd > lib.LUCID_MAX_DIMS:
+        raise ValueError("arrays with more than %d dims are not supported" % lib.LUCID_MAX_DIMS)
     ptr, readonly = arr.__array_interface__["data"]
-    shape = arr.shape
-    base, offset, span = ptr, 0, 0
-    if arr.size:
+    t = borrow(ptr, dt, arr.shape, [s // isz for s in strides], readonly, arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def borrow(data: int, dt: dtype, shape: Sequence[int], strides: Sequence[int], readonly: bool, owner: Any) -> "Tensor":
+    """A tensor over memory the caller lends: element [0,...,0] at address
+    data, strides in elements. owner is kept alive until the library hands
+    the token back (drain); the library is given the lowest address the view
+    touches and the span of bytes it covers (lucid.h, lucid_tensor_borrow)."""
+    isz = dt.itemsize
+    base, offset, span = data, 0, 0
+    if math.prod(shape):
         lo = hi = 0
         for n, s in zip(shape, strides):
             if s < 0:
                 lo += (n - 1) * s
             else:
                 hi += (n - 1) * s
-        base, offset, span = ptr + lo, -lo // isz, hi - lo + isz
+        base, offset, span = data + lo * isz, -lo, (hi - lo + 1) * isz
     token = next(_tokens)
-    _borrowed[token] = arr
+    _borrowed[token] = owner
     info = _info()
-    rc = lib.lucid_tensor_borrow(
-        ffi.cast("void*", base), span, dt.code, nd, shape, [s // isz for s in strides],
-        offset, 1 if readonly else 0, token, info,
-    )
+    rc = lib.lucid_tensor_borrow(ffi.cast("void*", base), span, dt.code, len(shape), shape, strides, offset,
+                                 1 if readonly else 0, token, info)
     if rc:
         _borrowed.pop(token, None)
         raise_status(rc)
-    t = _wrap(info)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return _wrap(info)
 
 
 def _scalar(x: Union[bool, int, float]) -> "Tensor":
@@ -302,7 +308,7 @@ def _from_python(data: Any, want: Optional[dtype]) -> Tuple[np.ndarray, Optional
             return _scalars.exact_array(data, want)
         if want is None:
             arr = arr.astype(np.float32)  # Python floats: the default float dtype
-    elif kind == "i" and want is not None and not want.is_floating_point and want.code != 1 and arr.size:
+    elif kind == "i" and want is not None and not want.is_floating_point and want is not bool_ and arr.size:
         _scalars.check_int_range(int(arr.min()), int(arr.max()), want)  # no wrap-around
     return arr, want
 
@@ -311,7 +317,7 @@ def _copy(t: "Tensor") -> "Tensor":
     """A private contiguous copy with the same bits (-0.0 and NaN payloads
     kept), outside any graph, so the new tensor never aliases t."""
     _lib.check_fork()
-    return _unary_call(COPY, t, ffi.NULL, 0, state.mode & ~1)
+    return _unary_call(COPY, t, ffi.NULL, 0, state.mode & ~MODE_GRAD)
 
 
 def zeros(shape: Union[int, Sequence[int]], dtype: DTypeLike = float32) -> "Tensor":
@@ -546,17 +552,11 @@ class Tensor(_TensorBase):
             if _hot is not None and type(self) is Tensor:
                 stopped = _hot.backward_run(self)  # None, or a Run that owns the handle
                 if stopped is not None:  # stopped at a Python autograd.Function: run the rest from Python
-                    from .autograd import _drive
-
-                    _drive(stopped, None, False)
+                    late.drive(stopped, None, False)
                 return
-            from .autograd import _run
-
-            _run([self], None, None, 0, False)
+            late.run([self], None, None, 0, False)
             return
-        from .autograd import backward
-
-        backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
+        late.backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
                  create_graph=create_graph)
 
     # ---- NumPy ----
@@ -587,7 +587,7 @@ class Tensor(_TensorBase):
 
     @property
     def __array_interface__(self) -> dict[str, Any]:
-        if self._dtype.code == 8:  # bfloat16: the interface can only say "V2"; NumPy falls back to __array__
+        if self._dtype is bfloat16:  # the interface can only say "V2"; NumPy falls back to __array__
             raise AttributeError("__array_interface__ cannot describe bfloat16; use numpy()")
         if self._rg:
             raise RuntimeError("Can't convert a Tensor that requires grad to a NumPy array. Use tensor.detach() first.")
@@ -610,7 +610,7 @@ class Tensor(_TensorBase):
         if self.numel() != 1:
             raise ValueError("only one-element tensors can be converted to Python scalars, shape is %s" % (self._shape,))
         src = self.detach()
-        if self._dtype.code == 8:  # bfloat16: exact through float32, without ml_dtypes
+        if self._dtype is bfloat16:  # exact through float32, without ml_dtypes
             src = src.to(float32)
         return src.numpy().reshape(()).item()  # type: ignore[no-any-return]
 
@@ -668,7 +668,7 @@ class Tensor(_TensorBase):
         if not self.is_leaf:
             raise RuntimeError("Can't pickle a Tensor that is not a graph leaf; use .detach() first")
         src = self.detach()
-        values = _raw_bits(src) if self._dtype.code == 8 else src.numpy()
+        values = _raw_bits(src) if self._dtype is bfloat16 else src.numpy()
         return (_rebuild, (np.array(values, copy=True), self._dtype.name, self._rg))
 
     # ---- ops ----
@@ -723,13 +723,26 @@ class Tensor(_TensorBase):
         """A DLPack capsule sharing this tensor's memory (the Python array
         API's protocol): ``"dltensor_versioned"`` when the consumer asks for
         ``max_version >= (1, 0)``, else the legacy ``"dltensor"``."""
-        from .dlpack import to_dlpack
-
-        return to_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        return late.to_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> Tuple[int, int]:
         """``(kDLCPU, 0)``: pylucid tensors live in host memory."""
-        return (1, 0)
+        return (lib.LUCID_DL_CPU, 0)
+
+
+class _Late:
+    """What the modules above this one (autograd, dlpack) give Tensor's
+    methods: they register it here as they are imported (the package imports
+    both), so that this module never imports them and no module imports
+    another in a circle."""
+
+    drive: Callable[..., Any]  # autograd._drive
+    run: Callable[..., Any]  # autograd._run
+    backward: Callable[..., None]  # autograd.backward
+    to_dlpack: Callable[..., Any]  # dlpack.to_dlpack
+
+
+late = _Late()
 
 
 def _meta_buffer() -> Tuple[Any, memoryview, Any]:

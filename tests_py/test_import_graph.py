@@ -1,0 +1,82 @@
+"""The modules of pylucid import each other without a circle: each one
+only imports the layers below it (also lazily, inside functions), so that
+the runtime under tensor.py stays below autograd and dlpack."""
+
+import ast
+import pathlib
+
+import pylucid
+
+PKG = pathlib.Path(pylucid.__file__).parent
+MODULES = {p.stem: p for p in PKG.glob("*.py") if p.stem != "__init__"}
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and (
+        (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING"))
+
+
+def _imports(path: pathlib.Path) -> set:
+    """The package modules path imports anywhere (at top level or in a
+    function), except under ``if TYPE_CHECKING:``."""
+    found = set()
+
+    def visit(node: ast.AST) -> None:
+        if _is_type_checking(node):
+            return
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module is None:
+                found.update(a.name for a in node.names)
+            else:
+                found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("pylucid."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("pylucid."))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
+    return found & set(MODULES)
+
+
+def _cycle(graph: dict) -> list:
+    """A cycle of the graph as a list of modules, or []."""
+    state = {}
+    stack = []
+
+    def dfs(m: str) -> list:
+        state[m] = "open"
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == "open":
+                return stack[stack.index(n):] + [n]
+            if n not in state:
+                found = dfs(n)
+                if found:
+                    return found
+        state[m] = "done"
+        stack.pop()
+        return []
+
+    for m in sorted(graph):
+        if m not in state:
+            found = dfs(m)
+            if found:
+                return found
+    return []
+
+
+def test_the_walk_sees_the_imports():
+    graph = {m: _imports(p) for m, p in MODULES.items()}
+    assert {"tensor", "_lib"} <= graph["autograd"]
+    assert "tensor" in graph["dlpack"] and "tensor" in graph["ops"]
+    assert "_repr" in graph["tensor"]  # a lazy import inside a method counts
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_no_module_imports_another_in_a_circle():
+    graph = {m: _imports(p) for m, p in MODULES.items()}
+    assert _cycle(graph) == []
+    assert not graph["tensor"] & {"autograd", "dlpack", "ops", "amp"}
