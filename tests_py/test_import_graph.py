@@ -80,3 +80,6 @@ def test_no_module_imports_another_in_a_circle():
     graph = {m: _imports(p) for m, p in MODULES.items()}
     assert _cycle(graph) == []
     assert not graph["tensor"] & {"autograd", "dlpack", "ops", "amp"}
+    # the runtime layer sits under tensor and knows nothing of Tensor
+    assert graph["_runtime"] == {"_lib"}
+    assert "_runtime" in graph["tensor"] and "_runtime" in graph["autograd"] and "_runtime" in graph["dlpack"]

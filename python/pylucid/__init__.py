@@ -59,7 +59,7 @@ def _stats() -> dict[str, int]:
     """Library counters: live handles, borrowed buffers, C bytes and blocks,
     DLPack exports whose deleter has not run yet, and long calls (jobs) whose
     work has not ended."""
-    from .tensor import flush_released
+    from ._runtime import flush_released
 
     _lib.check_fork()
     flush_released()  # dropped tensors count as released
@@ -74,7 +74,7 @@ def _collect() -> None:
     the NumPy buffers the library handed back."""
     import gc
 
-    from .tensor import drain, flush_released
+    from ._runtime import drain, flush_released
 
     _lib.check_fork()
     # Dropping Python records (Function contexts, borrowed arrays) can release

@@ -19,7 +19,8 @@ from . import _lib
 from ._lib import ffi, lib, raise_status
 from ._state import MODE_GRAD, is_grad_enabled, state
 from ._state import set_grad_enabled as _set_grad
-from .tensor import Tensor, _hot, as_tensor, from_handle, functions, records, zeros
+from ._runtime import _hot, functions, records
+from .tensor import Tensor, as_tensor, from_handle, zeros
 from .tensor import late as _tensor_late
 
 __all__ = [

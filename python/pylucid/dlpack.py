@@ -30,7 +30,8 @@ import numpy as np
 from . import _lib
 from ._lib import ffi, lib, raise_status
 from .dtypes import ALL, bfloat16, bool_, dtype, float16, float32, float64, int8, int16, int32, int64, uint8
-from .tensor import Releaser, Tensor, _copy, _hot, borrow, from_numpy
+from ._runtime import Releaser, _hot
+from .tensor import Tensor, _copy, borrow, from_numpy
 from .tensor import late as _tensor_late
 
 __all__ = ["from_dlpack", "to_dlpack", "DLPACK_VERSION", "KDL_CPU"]

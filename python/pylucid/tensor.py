@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import gc
-import itertools
 import math
 import operator
-import threading
-import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -18,109 +15,12 @@ from ._state import MODE_GRAD, state
 from . import _scalars
 from .dtypes import BY_CODE, DTypeLike, as_dtype, bfloat16, bool_, dtype, float32, float64, from_numpy_dtype
 
-# The per-call hot path in C (_hot.c): Tensor's fields and handle release,
-# and the common op calls. It links the package's own library, so it is used
-# only in API mode (not with PYLUCID_LIBRARY pointing elsewhere).
-_hot: Any = None
-if _lib.MODE == "api":
-    try:
-        from . import _hot  # type: ignore[attr-defined,no-redef]
-    except ImportError:  # a development tree built before _hot.c existed
-        _hot = None
-
-# The lucid_op ids of the ops Tensor's methods and operators call (the
-# library exports every op's id with its schema; pylucid.ops builds the rest).
-ADD, SUB, MUL, DIV = (_lib.op_id(n) for n in ("add", "sub", "mul", "div"))
-MINIMUM, MAXIMUM, SUM, MEAN = (_lib.op_id(n) for n in ("minimum", "maximum", "sum", "mean"))
-NEG, CAST, COPY = (_lib.op_id(n) for n in ("neg", "cast", "copy"))
-
-_tls = threading.local()
-
-
-def _info() -> Any:
-    """A per-thread lucid_tensor_info, reused by every call on the thread."""
-    try:
-        return _tls.info
-    except AttributeError:
-        _tls.info = ffi.new("lucid_tensor_info*")
-        return _tls.info
-
-
-# ---- memory lent to the library, and the release queues ----
-
-_borrowed: dict[int, Any] = {}
-_tokens = itertools.count(1)
-_drain_lock = threading.Lock()
-_drain_buf = ffi.new("int64_t[]", 256)
-_drain_count = ffi.new("int32_t*")
-# Python autograd.Function records (filled by autograd.py). Every live record
-# is in `records`, by id; a Function's output tensors own its record (their
-# `_fn`), so that Python's collector sees a reference cycle through it
-# (docs/autograd.md). `functions` keeps the records the library may still
-# need although no output owns them any more, until it reports the graph node
-# gone (drain). Without _hot, every record waits there.
-records: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
-functions: dict[int, Any] = {}
-
-
-class Releaser:
-    """The owner of a borrowed buffer that must be told when the library is
-    done with it (a DLPack producer's deleter): put one in ``_borrowed``
-    under the token and :func:`drain` calls ``fn`` exactly once, after the
-    token comes back."""
-
-    __slots__ = ("_fn", "__weakref__")
-
-    def __init__(self, fn: Callable[[], None]) -> None:
-        self._fn: Optional[Callable[[], None]] = fn
-
-    def release(self) -> None:
-        """Calls the callback unless it already ran."""
-        fn, self._fn = self._fn, None
-        if fn is not None:
-            fn()
-
-
-# Handles of small, graph-free tensors waiting to be released together.
-_dead: list[int] = []
-_dead_lock = threading.Lock()
-
-
-def flush_released() -> None:
-    """Releases the batched handles of dropped small tensors."""
-    if _hot is not None:
-        _hot.flush()
-    if not _dead or not _dead_lock.acquire(blocking=False):
-        return  # nothing to do, or a flush is already under way (perhaps re-entered from __del__)
-    try:
-        n = len(_dead)
-        batch = _dead[:n]
-        del _dead[:n]  # appends from other threads land after the prefix
-        rc = lib.lucid_release_many(batch, n)
-    finally:
-        _dead_lock.release()
-    if rc:
-        raise_status(rc)
-
-
-def drain() -> None:
-    """Forgets buffers and functions the native library no longer uses."""
-    done: list[Releaser] = []
-    with _drain_lock:
-        for queue, table in ((0, _borrowed), (1, functions)):
-            while True:
-                rc = lib.lucid_drain(queue, _drain_buf, 256, _drain_count)
-                if rc:
-                    raise_status(rc)
-                n = _drain_count[0]
-                for i in range(n):
-                    obj = table.pop(_drain_buf[i], None)
-                    if type(obj) is Releaser:
-                        done.append(obj)
-                if n < 256:
-                    break
-    for r in done:  # outside the lock: a producer's deleter may run arbitrary code
-        r.release()
+# The runtime layer (_runtime.py): the C path or the fallback, call buffers,
+# handles' release, lent memory, the release queues, the Function registry,
+# op ids. Its names stay importable from here too.
+from ._runtime import ADD, CAST, COPY, DIV, MAXIMUM, MEAN, MINIMUM, MUL, NEG, SUB, SUM  # noqa: F401
+from ._runtime import _IN, _dead, _hot, _info, _lend, _meta_buffer, drain, flush_released, functions  # noqa: F401
+from ._runtime import Releaser, _borrowed, _dead_lock, _tls, _tokens, records  # noqa: F401
 
 
 def _wrap(info: Any) -> "Tensor":
@@ -183,24 +83,7 @@ def borrow(data: int, dt: dtype, shape: Sequence[int], strides: Sequence[int], r
     data, strides in elements. owner is kept alive until the library hands
     the token back (drain); the library is given the lowest address the view
     touches and the span of bytes it covers (lucid.h, lucid_tensor_borrow)."""
-    isz = dt.itemsize
-    base, offset, span = data, 0, 0
-    if math.prod(shape):
-        lo = hi = 0
-        for n, s in zip(shape, strides):
-            if s < 0:
-                lo += (n - 1) * s
-            else:
-                hi += (n - 1) * s
-        base, offset, span = data + lo * isz, -lo, (hi - lo + 1) * isz
-    token = next(_tokens)
-    _borrowed[token] = owner
-    info = _info()
-    rc = lib.lucid_tensor_borrow(ffi.cast("void*", base), span, dt.code, len(shape), shape, strides, offset,
-                                 1 if readonly else 0, token, info)
-    if rc:
-        _borrowed.pop(token, None)
-        raise_status(rc)
+    info = _lend(data, dt.code, dt.itemsize, shape, strides, readonly, owner)
     return _wrap(info)
 
 
@@ -743,22 +626,6 @@ class _Late:
 
 
 late = _Late()
-
-
-def _meta_buffer() -> Tuple[Any, memoryview, Any]:
-    """The calling thread's meta array (lucid.h, LUCID_META_LEN) and an int64
-    memoryview of it: indexing the view is cheaper than reading cffi fields.
-    The third value points at two more, where lucid_op's inputs go
-    (``mv[_IN]``, ``mv[_IN + 1]``)."""
-    try:
-        return _tls.meta  # type: ignore[no-any-return]
-    except AttributeError:
-        buf = ffi.new("int64_t[]", _IN + 2)
-        _tls.meta = (buf, memoryview(ffi.buffer(buf)).cast("q"), buf + _IN)
-        return _tls.meta  # type: ignore[no-any-return]
-
-
-_IN = lib.LUCID_META_LEN  # where lucid_op's inputs go in the meta buffer
 
 
 def _unary_call(op: int, t: "Tensor", attrs: Any, nattrs: int, mode: int) -> "Tensor":
