@@ -9,7 +9,7 @@ another library build to load, or when the extension is missing (a source
 tree where only the library was built); ``MODE`` says which one is active
 ("api" or "abi").
 
-Boundary rules (DESIGN.md): exactly one library per process (with
+Boundary rules (docs/interop.md, docs/errors.md): exactly one library per process (with
 PYLUCID_LIBRARY set the extension is not even imported, as it would load
 the bundled library too); calls release the GIL (cffi does so around every
 call in both modes; nothing here asks it to keep the GIL); errors come back

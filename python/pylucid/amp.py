@@ -2,7 +2,7 @@
 
 Autocast is thread-local and nestable; ``autocast(enabled=False)`` switches it
 off inside an enclosing block. Inside, each op casts its floating inputs by the
-AMP policy of its schema (SPEC §4, ``op.schema.amp_policy``):
+AMP policy of its schema (docs/semantics.md, ``op.schema.amp_policy``):
 
 - ``PROMOTE`` (``minimum``, ``maximum``, ``add``, ``sub``, ``mul``, ``div``,
   ``neg``, ``sum``, ``mean``): floating inputs are cast to the widest floating

@@ -3,7 +3,7 @@ and gradient checks.
 
 The Go engine runs the graph. A Python :class:`Function` is a node whose
 backward runs here: the engine stops at it, hands out its output gradients,
-and resumes with the input gradients this module computes (DESIGN rule 6).
+and resumes with the input gradients this module computes (docs/autograd.md).
 """
 
 from __future__ import annotations
