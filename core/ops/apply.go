@@ -24,10 +24,10 @@ type node struct {
 	nOut    int
 	backend backend.IBackend
 	grad    formula
-	spec    *binarySpec      // broadcasting binary ops: the spec whose grad runs
-	op      backend.BinaryOp // route/select: which selection rule
-	shape   []int            // sum/mean: the keepdim shape of the result
-	count   int              // mean: the number of elements averaged
+	spec    *binarySpec  // broadcasting binary ops: the spec whose grad runs
+	rule    backend.Rule // route/select: which selection rule
+	shape   []int        // sum/mean: the keepdim shape of the result
+	count   int          // mean: the number of elements averaged
 	autograd.Saved
 
 	edgeBuf [2]autograd.Edge

@@ -20,7 +20,7 @@ var minimumSpec = &binarySpec{
 	kernel: backend.Minimum,
 	saves:  true,
 	grad: func(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
-		return route(c, backend.Minimum, a, b, g)
+		return route(c, backend.RuleMin, a, b, g)
 	},
 }
 
@@ -32,7 +32,7 @@ var maximumSpec = &binarySpec{
 	kernel: backend.Maximum,
 	saves:  true,
 	grad: func(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
-		return route(c, backend.Maximum, a, b, g)
+		return route(c, backend.RuleMax, a, b, g)
 	},
 }
 
@@ -60,8 +60,8 @@ var (
 	selectSchema = Register(OpSchema{Name: "select", Version: 1, AmpPolicy: amp.Promote, Deterministic: true})
 )
 
-// route splits g between a and b by the selection rule of op.
-func route(c *Context, op backend.BinaryOp, a, b, g *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
+// route splits g between a and b by selection rule r.
+func route(c *Context, r backend.Rule, a, b, g *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
 	if err := checkInputs(routeSchema.Name, a, b, g); err != nil {
 		return nil, nil, err
 	}
@@ -81,12 +81,12 @@ func route(c *Context, op backend.BinaryOp, a, b, g *tensor.Tensor) (*tensor.Ten
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := c.Backend.Route(op, ga, gb, views[0], views[1], views[2]); err != nil {
+	if err := c.Backend.Route(r, ga, gb, views[0], views[1], views[2]); err != nil {
 		return nil, nil, err
 	}
 	if n := record(c, "RouteBackward", []*tensor.Tensor{g}, []*tensor.Tensor{ga, gb}, []*tensor.Tensor{a, b},
 		routeFormula); n != nil {
-		n.op = op
+		n.rule = r
 	}
 	return ga, gb, nil
 }
@@ -100,12 +100,12 @@ func routeFormula(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor
 	if err != nil {
 		return nil, err
 	}
-	dg, err := selectBy(c, n.op, saved[0], saved[1], x, y)
+	dg, err := selectBy(c, n.rule, saved[0], saved[1], x, y)
 	return []*tensor.Tensor{dg}, err
 }
 
-// selectBy returns x where a wins (by op) and y elsewhere.
-func selectBy(c *Context, op backend.BinaryOp, a, b, x, y *tensor.Tensor) (*tensor.Tensor, error) {
+// selectBy returns x where a wins (by rule r) and y elsewhere.
+func selectBy(c *Context, r backend.Rule, a, b, x, y *tensor.Tensor) (*tensor.Tensor, error) {
 	if err := checkInputs(selectSchema.Name, a, b, x, y); err != nil {
 		return nil, err
 	}
@@ -121,12 +121,12 @@ func selectBy(c *Context, op backend.BinaryOp, a, b, x, y *tensor.Tensor) (*tens
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Backend.Select(op, out, views[0], views[1], views[2], views[3]); err != nil {
+	if err := c.Backend.Select(r, out, views[0], views[1], views[2], views[3]); err != nil {
 		return nil, err
 	}
 	if n := record(c, "SelectBackward", []*tensor.Tensor{x, y}, []*tensor.Tensor{out}, []*tensor.Tensor{a, b},
 		selectFormula); n != nil {
-		n.op = op
+		n.rule = r
 	}
 	return out, nil
 }
@@ -136,7 +136,7 @@ func selectFormula(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tenso
 	if grads[0] == nil {
 		return []*tensor.Tensor{nil, nil}, nil
 	}
-	dx, dy, err := route(c, n.op, saved[0], saved[1], grads[0])
+	dx, dy, err := route(c, n.rule, saved[0], saved[1], grads[0])
 	return []*tensor.Tensor{dx, dy}, err
 }
 

@@ -93,7 +93,7 @@ import (
 
 	"github.com/pylucid/pylucid/core/amp"
 	"github.com/pylucid/pylucid/core/backend"
-	"github.com/pylucid/pylucid/core/backend/cpu"
+	_ "github.com/pylucid/pylucid/core/backend/cpu" // registers "cpu", the default backend
 	_ "github.com/pylucid/pylucid/core/backend/ref" // registers "ref"
 )
 
@@ -157,9 +157,9 @@ type Context struct {
 	Autocast    amp.State
 }
 
-// Default returns the default context: the cpu backend, gradients recorded,
-// autocast off.
-func Default() *Context { return &Context{Backend: cpu.Default, GradEnabled: true} }
+// Default returns the default context: the default backend
+// (backend.Default, "cpu"), gradients recorded, autocast off.
+func Default() *Context { return &Context{Backend: backend.Default(), GradEnabled: true} }
 
 // NoGrad returns a copy of c that records nothing.
 func (c *Context) NoGrad() *Context {
@@ -181,7 +181,7 @@ func ctxOr(c *Context) *Context {
 	}
 	if c.Backend == nil {
 		d := *c
-		d.Backend = cpu.Default
+		d.Backend = backend.Default()
 		return &d
 	}
 	return c
