@@ -7,6 +7,7 @@ import (
 	"simd/archsimd"
 	"unsafe"
 
+	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/dtype"
 )
 
@@ -63,7 +64,8 @@ func load64(s []float64, i, u int) archsimd.Float64x4 {
 // or >= for a maximum; or a NaN, or for fmin/fmax b NaN). Two compares and
 // an or: a NaN fails the ordered compare and wins, or loses, by the second.
 func wins32[R rule](x, y archsimd.Float32x8) archsimd.Mask32x8 {
-	r := ruleOf[R]()
+	var k R // the rule is the length of its type: a constant (rule.go)
+	r := backend.Rule(len(k))
 	var better archsimd.Mask32x8
 	if r.Greater() {
 		better = x.GreaterEqual(y)
@@ -78,7 +80,8 @@ func wins32[R rule](x, y archsimd.Float32x8) archsimd.Mask32x8 {
 
 // wins64 is wins32 on 4 float64 pairs.
 func wins64[R rule](x, y archsimd.Float64x4) archsimd.Mask64x4 {
-	r := ruleOf[R]()
+	var k R // the rule is the length of its type: a constant (rule.go)
+	r := backend.Rule(len(k))
 	var better archsimd.Mask64x4
 	if r.Greater() {
 		better = x.GreaterEqual(y)
@@ -295,7 +298,8 @@ func halfKeys(x archsimd.Int16x16) (key, mag archsimd.Int16x16) {
 // strictly better or NaN; under fmin/fmax: b is not NaN, and b is strictly
 // better or a is NaN. The keys of NaNs order arbitrarily, but never decide.
 func takesHalf[R rule](xa, xb, lim archsimd.Int16x16) archsimd.Mask16x16 {
-	r := ruleOf[R]()
+	var k R // the rule is the length of its type: a constant (rule.go)
+	r := backend.Rule(len(k))
 	ka, ma := halfKeys(xa)
 	kb, mb := halfKeys(xb)
 	strict := ka.Greater(kb)
