@@ -42,17 +42,19 @@ func maskNative[R rule, T native](m []bool, s seg, ia, ib int) {
 	}
 }
 
-// maskHalf compares float16/bfloat16 by widening to float32 (exact).
-func maskHalf[R rule](widen func(uint16) float32) maskFunc {
-	return func(m []bool, s seg, ia, ib int) {
-		for i := 0; i < s.n; i++ {
-			m[i] = wins[R](widen(*(*uint16)(s.at(ia, i))), widen(*(*uint16)(s.at(ib, i))))
-		}
+// maskHalf compares float16 (bf16 false) or bfloat16 values by widening
+// them to float32 (exact); maskF16 and maskBF16 are its maskFuncs.
+func maskHalf[R rule](m []bool, s seg, ia, ib int, bf16 bool) {
+	for i := 0; i < s.n; i++ {
+		m[i] = wins[R](widenHalf(*(*uint16)(s.at(ia, i)), bf16), widenHalf(*(*uint16)(s.at(ib, i)), bf16))
 	}
 }
 
+func maskF16[R rule](m []bool, s seg, ia, ib int)  { maskHalf[R](m, s, ia, ib, false) }
+func maskBF16[R rule](m []bool, s seg, ia, ib int) { maskHalf[R](m, s, ia, ib, true) }
+
 // widenHalf converts float16 (bf16 false) or bfloat16 bits to float32
-// exactly, for the SIMD paths' scalar tails.
+// exactly.
 func widenHalf(h uint16, bf16 bool) float32 {
 	if bf16 {
 		return dtype.BFloat16ToFloat32(h)
@@ -77,9 +79,9 @@ func mask[R rule](dt dtype.Dtype) maskFunc {
 	case dtype.Float64:
 		return maskNative[R, float64]
 	case dtype.Float16:
-		return maskHalf[R](dtype.Float16ToFloat32)
+		return maskF16[R]
 	case dtype.BFloat16:
-		return maskHalf[R](dtype.BFloat16ToFloat32)
+		return maskBF16[R]
 	}
 	return nil
 }

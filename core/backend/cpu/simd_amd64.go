@@ -125,7 +125,7 @@ func simdSelect[R rule](s *seg, sz int, io, ia, ib int) (done int) {
 				x.Merge(y, wins32[R](x, y)).StoreSlice(o[i:])
 			}
 		}
-		selectTail[R, float32, uint32](s, i, io, ia, ib)
+		selectTail[R, float32, uint32](s, n&^7, io, ia, ib) // i == n&^7: the loops stop at the last whole vector
 		return n
 	}
 	o, a, b := elems[float64](s.p[io], n, 1), elems[float64](s.p[ia], n, ua), elems[float64](s.p[ib], n, ub)
@@ -143,7 +143,7 @@ func simdSelect[R rule](s *seg, sz int, io, ia, ib int) (done int) {
 			x.Merge(y, wins64[R](x, y)).StoreSlice(o[i:])
 		}
 	}
-	selectTail[R, float64, uint64](s, i, io, ia, ib)
+	selectTail[R, float64, uint64](s, n&^3, io, ia, ib)
 	return n
 }
 
