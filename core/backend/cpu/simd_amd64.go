@@ -172,10 +172,6 @@ func routeTail[R rule, T float32 | float64, B uint32 | uint64](s *seg, i int) {
 	}
 }
 
-// vec8 and vec4 point at the vector starting at element i (bounds-checked once).
-func vec8(s []float32, i int) *[8]float32 { return (*[8]float32)(s[i : i+8]) }
-func vec4(s []float64, i int) *[4]float64 { return (*[4]float64)(s[i : i+4]) }
-
 // simdRoute handles the fused backward of a selection by rule R: ga
 // (operand 0) gets g (operand 4) where a (2) wins, gb (1) the rest; a, b and
 // g share the dtype. Contiguous ga and gb and contiguous or broadcast a, b,
@@ -219,7 +215,7 @@ func simdRoute[R rule](s *seg, sz int) (done int) {
 				zero.Merge(gv, aw).StoreSlice(gb[i:])
 			}
 		}
-		routeTail[R, float32, uint32](s, i)
+		routeTail[R, float32, uint32](s, n&^7) // i == n&^7 (see simdSelect)
 		return n
 	}
 	ga, gb := elems[float64](s.p[0], n, 1), elems[float64](s.p[1], n, 1)
@@ -227,11 +223,20 @@ func simdRoute[R rule](s *seg, sz int) (done int) {
 	var zero archsimd.Float64x4
 	i := 0
 	if ua == 1 && ub == 1 {
+		pa, pb, pg, pga, pgb := s.p[2], s.p[3], s.p[4], s.p[0], s.p[1]
+		gstep := 8 * ug
 		for ; i+4 <= n; i += 4 {
-			x, y, gv := archsimd.LoadFloat64x4(vec4(a, i)), archsimd.LoadFloat64x4(vec4(b, i)), load64(g, i, ug)
+			x := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pa, 8*i)))
+			y := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pb, 8*i)))
+			var gv archsimd.Float64x4
+			if ug == 0 {
+				gv = archsimd.BroadcastFloat64x4(*(*float64)(pg))
+			} else {
+				gv = archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pg, gstep*i)))
+			}
 			aw := wins64[R](x, y)
-			gv.Masked(aw).Store(vec4(ga, i))
-			zero.Merge(gv, aw).Store(vec4(gb, i))
+			gv.Masked(aw).Store((*[4]float64)(unsafe.Add(pga, 8*i)))
+			zero.Merge(gv, aw).Store((*[4]float64)(unsafe.Add(pgb, 8*i)))
 		}
 	} else {
 		for ; i+4 <= n; i += 4 {
@@ -241,7 +246,7 @@ func simdRoute[R rule](s *seg, sz int) (done int) {
 			zero.Merge(gv, aw).StoreSlice(gb[i:])
 		}
 	}
-	routeTail[R, float64, uint64](s, i)
+	routeTail[R, float64, uint64](s, n&^3)
 	return n
 }
 
