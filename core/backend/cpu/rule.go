@@ -26,7 +26,10 @@ type rule interface {
 }
 
 // ruleOf returns the backend.Rule of rule type R (a constant once
-// instantiated).
+// instantiated). The predicates (wins here, wins32, wins64 and takesHalf in
+// simd_amd64.go) spell it out as backend.Rule(len(k)) instead: a generic
+// call inside generic code loads a sub-dictionary, and that load would stay
+// in their callers' inner loops.
 func ruleOf[R rule]() backend.Rule {
 	var r R
 	return backend.Rule(len(r))
