@@ -1,6 +1,6 @@
 package tests_go
 
-// Bad input never panics (SPEC §7): every case here must return an error of
+// Bad input never panics (docs/errors.md): every case here must return an error of
 // the right kind (errs.Value / errs.Type / Runtime) whose message names the
 // problem, and no panic may escape.
 
