@@ -82,9 +82,9 @@ func TestCPUKernelAllocs(t *testing.T) {
 					requireAllocs(t, name(op.String()), func() error { return be.Binary(op, out, a, b) })
 				}
 				requireAllocs(t, name("minimum-scalar"), func() error { return be.Binary(backend.Minimum, out, a, bs) })
-				requireAllocs(t, name("route"), func() error { return be.Route(backend.Minimum, ga, gb, a, b, g) })
-				requireAllocs(t, name("route-expanded"), func() error { return be.Route(backend.Maximum, ga, gb, a, b, gs) })
-				requireAllocs(t, name("select"), func() error { return be.Select(backend.Maximum, out, a, b, ga, gb) })
+				requireAllocs(t, name("route"), func() error { return be.Route(backend.RuleMin, ga, gb, a, b, g) })
+				requireAllocs(t, name("route-expanded"), func() error { return be.Route(backend.RuleMax, ga, gb, a, b, gs) })
+				requireAllocs(t, name("select"), func() error { return be.Select(backend.RuleMax, out, a, b, ga, gb) })
 				requireAllocs(t, name("neg"), func() error { return be.Unary(backend.Neg, out, a) })
 				f32 := allocTensor(t, dtype.Float32, shape)
 				requireAllocs(t, name("cast"), func() error { return be.Cast(f32, a) })

@@ -13,7 +13,7 @@ import (
 
 var ampFloats = []dtype.Dtype{dtype.Float16, dtype.BFloat16, dtype.Float32, dtype.Float64}
 
-// The policies of SPEC §4, input by input.
+// The autocast policies of docs/semantics.md, input by input.
 func TestAmpCastDtype(t *testing.T) {
 	for _, ac := range []dtype.Dtype{dtype.Float16, dtype.BFloat16} {
 		st, err := amp.NewState(ac)

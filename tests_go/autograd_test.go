@@ -1,6 +1,6 @@
 package tests_go
 
-// SPEC §5 through the Go API: accumulation into .grad, retain_graph and the
+// docs/autograd.md through the Go API: accumulation into .grad, retain_graph and the
 // freed-graph error, root-gradient validation, Grad (no .grad side effects,
 // allow_unused, intermediate inputs), higher-order gradients (create_graph)
 // checked analytically and against finite differences of first

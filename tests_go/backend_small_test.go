@@ -76,17 +76,17 @@ func compareBackends(t *testing.T, rb, cb backend.IBackend, a, b, g *tensor.Tens
 		require.NoError(t, rb.Binary(op, want, a, b))
 		require.NoError(t, cb.Binary(op, got, a, b))
 		requireBitsEqual(t, want, got, op == backend.Add, "%s: %v", name, op)
-		if op == backend.Add {
-			continue
-		}
+	}
+	for r := range backend.Rule(backend.NumRules) { // min, max, fmin, fmax
+		want, got := fresh(dt, shape), fresh(dt, shape)
 		wa, wb, ga, gb := fresh(dt, shape), fresh(dt, shape), fresh(dt, shape), fresh(dt, shape)
-		require.NoError(t, rb.Route(op, wa, wb, a, b, g))
-		require.NoError(t, cb.Route(op, ga, gb, a, b, g))
-		requireBitsEqual(t, wa, ga, false, "%s: route %v grad a", name, op)
-		requireBitsEqual(t, wb, gb, false, "%s: route %v grad b", name, op)
-		require.NoError(t, rb.Select(op, want, a, b, g, a))
-		require.NoError(t, cb.Select(op, got, a, b, g, a))
-		requireBitsEqual(t, want, got, false, "%s: select %v", name, op)
+		require.NoError(t, rb.Route(r, wa, wb, a, b, g))
+		require.NoError(t, cb.Route(r, ga, gb, a, b, g))
+		requireBitsEqual(t, wa, ga, false, "%s: route %v grad a", name, r)
+		requireBitsEqual(t, wb, gb, false, "%s: route %v grad b", name, r)
+		require.NoError(t, rb.Select(r, want, a, b, g, a))
+		require.NoError(t, cb.Select(r, got, a, b, g, a))
+		requireBitsEqual(t, want, got, false, "%s: select %v", name, r)
 	}
 	// sums over every subset of dims (keepdim layout)
 	sdt := dtype.SumDtype(dt)

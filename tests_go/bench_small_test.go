@@ -60,7 +60,7 @@ func BenchmarkKernelsSmall(b *testing.B) {
 				b.Run(name("route"), func(b *testing.B) {
 					b.ReportAllocs()
 					for i := 0; i < b.N; i++ {
-						if err := be.Route(backend.Minimum, ts[0], ts[1], in, ts[3], ts[4]); err != nil {
+						if err := be.Route(backend.RuleMin, ts[0], ts[1], in, ts[3], ts[4]); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -46,7 +46,7 @@ func BenchmarkKernels(b *testing.B) {
 					ts := benchTensors(b, dt, n, 5)
 					b.SetBytes(5 * sz * int64(n))
 					for i := 0; i < b.N; i++ {
-						if err := be.Route(backend.Minimum, ts[0], ts[1], ts[2], ts[3], ts[4]); err != nil {
+						if err := be.Route(backend.RuleMin, ts[0], ts[1], ts[2], ts[3], ts[4]); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -1,6 +1,6 @@
 package tests_go
 
-// SPEC §2 and §8: results and gradients do not depend on the number of
+// docs/semantics.md and docs/interop.md: results and gradients do not depend on the number of
 // threads. Sizes cross the cpu backend's parallel thresholds (cpu.Chunk
 // elements per elementwise work unit; backend.SumBlock elements per sum
 // block), data span many magnitudes so that any change in the order of

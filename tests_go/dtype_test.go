@@ -1,6 +1,6 @@
 package tests_go
 
-// Black-box tests of core/dtype: the promotion table of SPEC §3 and the
+// Black-box tests of core/dtype: the promotion table of docs/dtypes.md and the
 // float16/bfloat16 conversions, checked against an independent reference
 // written here (a decoder from the IEEE formulas and a nearest-value search
 // over all 65,536 bit patterns, with exact big.Float arithmetic).
@@ -50,7 +50,7 @@ func TestDtypePromoteTable(t *testing.T) {
 	}
 }
 
-// dtPromoteModel is an independent statement of SPEC §3: category first,
+// dtPromoteModel is an independent statement of docs/dtypes.md: category first,
 // then width; the two 16-bit floats meet in float32, uint8 and int8 in int16.
 func dtPromoteModel(a, b dtype.Dtype) dtype.Dtype {
 	cat := func(d dtype.Dtype) int {
@@ -139,7 +139,7 @@ func TestDtypePromoteScalar(t *testing.T) {
 	assert.Equal(t, dtype.Bool, dtype.ScalarDtype(dtype.BoolCategory))
 }
 
-// The weak-scalar rule seen through an op (SPEC §3 examples).
+// The weak-scalar rule seen through an op (docs/dtypes.md examples).
 func TestDtypeWeakScalarThroughOps(t *testing.T) {
 	h, err := tensor.FromFloat64s(dtype.Float16, []int{3}, []float64{1, 3, -1})
 	require.NoError(t, err)

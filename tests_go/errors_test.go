@@ -1,6 +1,6 @@
 package tests_go
 
-// Bad input never panics (SPEC §7): every case here must return an error of
+// Bad input never panics (docs/errors.md): every case here must return an error of
 // the right kind (errs.Value / errs.Type / Runtime) whose message names the
 // problem, and no panic may escape.
 
@@ -329,8 +329,8 @@ func TestErrorsBackendContracts(t *testing.T) {
 			}, "div"},
 			{"unknown op", func() error { return b.Binary(backend.BinaryOp(99), out, f, f) }, "BinaryOp(99)"},
 			{"unknown unary", func() error { return b.Unary(backend.UnaryOp(7), out, f) }, "UnaryOp(7)"},
-			{"route op", func() error { return b.Route(backend.Add, out, out, f, f, f) }, "add"},
-			{"select op", func() error { return b.Select(backend.Mul, out, f, f, f, f) }, "mul"},
+			{"route rule", func() error { return b.Route(backend.Rule(9), out, out, f, f, f) }, "Rule(9)"},
+			{"select rule", func() error { return b.Select(backend.NumRules, out, f, f, f, f) }, "Rule(4)"},
 			{"sum shape", func() error {
 				o, _ := tensor.New(dtype.Float32, []int{3})
 				return b.Sum(o, f)

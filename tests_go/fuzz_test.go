@@ -309,7 +309,7 @@ func fzWidthMask(dt dtype.Dtype) uint64 {
 	return 1<<(8*dt.Size()) - 1
 }
 
-// fzAWins is SPEC §1's selection rule on bits.
+// fzAWins is docs/semantics.md's selection rule on bits.
 func fzAWins(dt dtype.Dtype, maximum bool, a, b uint64) bool {
 	if dt.IsFloat() {
 		x, y := fzFloat(dt, a), fzFloat(dt, b)

@@ -1,6 +1,6 @@
 package tests_go
 
-// SPEC §1 pinned case by case: the selection rule of minimum and maximum
+// docs/semantics.md pinned case by case: the selection rule of minimum and maximum
 // ("a wins at i iff a_i <= b_i (>= for maximum) or a_i is NaN"), which
 // decides both the value (the winner's bits) and the gradient (all of it to
 // the winner), for every floating dtype and both backends. Then the partition
@@ -465,7 +465,7 @@ func TestMinMaxIntWithFloatGrad(t *testing.T) {
 	}
 }
 
-// TestMinMaxPromotion: SPEC §3 with tensors and weak (wrapped) scalars.
+// TestMinMaxPromotion: docs/dtypes.md with tensors and weak (wrapped) scalars.
 func TestMinMaxPromotion(t *testing.T) {
 	f16 := fromVals(t, dtype.Float16, []int{3}, 1, 2.5, 3)
 	bf16 := fromVals(t, dtype.BFloat16, []int{3}, 2, 2, 2)

@@ -17,7 +17,7 @@ import (
 // Policy says how an op's floating inputs are cast under autocast.
 type Policy uint8
 
-// The policies (SPEC §4).
+// The policies (docs/semantics.md, autocast).
 const (
 	// Promote casts floating inputs to the widest floating dtype among them.
 	// Autocast never produces float64: it stays only if an input is float64.

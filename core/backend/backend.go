@@ -1,5 +1,6 @@
 // Package backend defines IBackend, the small set of kernels every compute
-// backend provides, and a registry of backends by name.
+// backend provides, the selection Rule that minimum, maximum, Route and
+// Select share, and a registry of backends by name with a default.
 //
 // Conventions every backend follows (and core/ops relies on):
 //   - Outputs are fresh, contiguous tensors allocated by the caller, possibly
@@ -11,13 +12,39 @@
 //   - Floating arithmetic is correctly rounded in the output dtype (float16
 //     and bfloat16 compute in float32, which rounds identically); integers
 //     wrap around; bool add is "or", bool mul is "and".
-//   - Minimum/maximum follow SPEC §1: a wins at i iff a_i <= b_i (>= for
-//     maximum) or a_i is NaN, and the result is the winner's bits.
+//   - Selection (minimum/maximum forward, Route, Select) follows a Rule and
+//     the selection rule of docs/semantics.md: for RuleMin a wins at i iff
+//     a_i <= b_i or a_i is NaN (RuleMax: >=), and the result is the winner's
+//     bits, NaN payload and the sign of zero included.
 //   - Sum uses one fixed order (see SumBlock and SumLanes), so every backend
 //     and every thread count gives bit-identical results.
 //
-// Errors: kernels return an error (never panic) for a dtype or op they do not
-// support; shape mismatches are the caller's contract and are also reported.
+// # Outputs given by the caller (out=)
+//
+// The contract above is today's; an out= argument will widen it without
+// changing any kernel's signature. An output may then be a caller-provided
+// tensor with any strides except zero strides (no two output elements share
+// memory), and it may be identical to an input: the same storage, offset,
+// shape and strides (an in-place update such as minimum(a, b, out=a)). It is
+// never a partial overlap (the same memory reached with another layout, or
+// overlapping ranges). What kernels must then guarantee: every elementwise
+// kernel reads all input elements at index i before it writes output element
+// i, and writes no output element other than i while computing i, so an
+// identical input and output give the same result as fresh memory; Route and
+// Select read a_i, b_i and the value operands at i before writing any output
+// at i; reductions (Sum) never alias (their output has another shape). What
+// the ops layer checks before calling a kernel: the output's shape is the
+// broadcast result shape and its dtype is the result dtype (no implicit
+// cast); the output has no zero strides; every input either is identical to
+// the output or shares no memory with it (tensor storage and byte ranges),
+// else an errs.Value error; and an output that requires grad, or a leaf that
+// requires grad used in place, is refused as autograd demands. Kernels may
+// keep their contiguous fast paths: a strided output goes through the
+// iteration plan like a strided input.
+//
+// Errors: kernels return an error (never panic) for a dtype, op or rule they
+// do not support; shape mismatches are the caller's contract and are also
+// reported.
 package backend
 
 import (
@@ -25,6 +52,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pylucid/pylucid/core/tensor"
 )
@@ -52,8 +80,80 @@ func (o BinaryOp) String() string {
 	return fmt.Sprintf("BinaryOp(%d)", uint8(o))
 }
 
-// IsMinMax reports whether the op is Minimum or Maximum.
-func (o BinaryOp) IsMinMax() bool { return o == Minimum || o == Maximum }
+// Rule returns the selection rule of a selecting op (Minimum: RuleMin,
+// Maximum: RuleMax) and whether the op selects at all.
+func (o BinaryOp) Rule() (Rule, bool) {
+	switch o {
+	case Minimum:
+		return RuleMin, true
+	case Maximum:
+		return RuleMax, true
+	}
+	return 0, false
+}
+
+// Rule is a selection rule: which of two values a selection keeps, as a
+// comparison direction and a NaN policy (docs/semantics.md). "a wins" over
+// b when
+//
+//	RuleMin:  a <= b or a is NaN   (minimum: NaN propagates)
+//	RuleMax:  a >= b or a is NaN   (maximum)
+//	RuleFMin: a <= b or b is NaN   (NumPy's fmin: NaN is ignored)
+//	RuleFMax: a >= b or b is NaN   (NumPy's fmax)
+//
+// so ties (±0 included) go to a, and two NaNs give a under every rule. The
+// winner's bits are the result. A running fold (amin, amax, argmin,
+// argmax) applies the same rule with a the value kept so far and b the
+// next element: the kept value stays iff it wins.
+//
+// The value is two bits, so a backend can decode it once outside its loops:
+// bit 0 is the direction (set: greater wins), bit 1 the NaN policy (set: a
+// NaN loses to a number).
+type Rule uint8
+
+// The selection rules.
+const (
+	RuleMin  Rule = 0
+	RuleMax  Rule = ruleGreater
+	RuleFMin Rule = ruleIgnoreNaN
+	RuleFMax Rule = ruleGreater | ruleIgnoreNaN
+
+	// NumRules is the number of rules: valid rules are 0 .. NumRules-1.
+	NumRules = 4
+)
+
+const (
+	ruleGreater   = 1 << 0
+	ruleIgnoreNaN = 1 << 1
+)
+
+var ruleNames = [NumRules]string{"min", "max", "fmin", "fmax"}
+
+// Valid reports whether r is one of the rules.
+func (r Rule) Valid() bool { return r < NumRules }
+
+// Greater reports whether the greater value wins (max, fmax).
+func (r Rule) Greater() bool { return r&ruleGreater != 0 }
+
+// IgnoresNaN reports whether a NaN loses to a number (fmin, fmax) rather
+// than winning over it (min, max).
+func (r Rule) IgnoresNaN() bool { return r&ruleIgnoreNaN != 0 }
+
+// String returns the rule's name ("min", "fmax", …).
+func (r Rule) String() string {
+	if r.Valid() {
+		return ruleNames[r]
+	}
+	return fmt.Sprintf("Rule(%d)", uint8(r))
+}
+
+// CheckRule returns an error unless r is a valid rule.
+func CheckRule(r Rule) error {
+	if !r.Valid() {
+		return fmt.Errorf("selection needs a valid rule (min, max, fmin, fmax), got %v", r)
+	}
+	return nil
+}
 
 // UnaryOp names an elementwise unary kernel.
 type UnaryOp uint8
@@ -96,12 +196,12 @@ type IBackend interface {
 	// Sum reduces a into out, whose shape is a's with every reduced dim set
 	// to 1 (keepdim layout), in the canonical order.
 	Sum(out, a *tensor.Tensor) error
-	// Route splits g between the operands of a minimum/maximum: ga gets g
-	// where a wins and +0 elsewhere, gb the rest. a, b share a dtype; g, ga, gb
-	// share another.
-	Route(op BinaryOp, ga, gb, a, b, g *tensor.Tensor) error
-	// Select writes x where a wins (for op) and y elsewhere into out.
-	Select(op BinaryOp, out, a, b, x, y *tensor.Tensor) error
+	// Route splits g between the operands of a selection: ga gets g where a
+	// wins by rule r and +0 elsewhere, gb the rest. a, b share a dtype; g,
+	// ga, gb share another.
+	Route(r Rule, ga, gb, a, b, g *tensor.Tensor) error
+	// Select writes x where a wins by rule r and y elsewhere into out.
+	Select(r Rule, out, a, b, x, y *tensor.Tensor) error
 }
 
 // Threaded is an optional capability: a backend whose kernels use goroutines.
@@ -140,13 +240,32 @@ func Stopped(done <-chan struct{}) bool {
 var (
 	mu       sync.RWMutex
 	registry = map[string]IBackend{}
+	fallback atomic.Value // holder: read on every call that names no backend
 )
+
+type holder struct{ b IBackend }
 
 // Register adds a backend under its name, replacing any earlier one.
 func Register(b IBackend) {
 	mu.Lock()
 	defer mu.Unlock()
 	registry[b.Name()] = b
+}
+
+// SetDefault registers b and makes it the backend that callers without a
+// backend of their own use (package cpu does so when it is linked in).
+func SetDefault(b IBackend) {
+	mu.Lock()
+	defer mu.Unlock()
+	registry[b.Name()] = b
+	fallback.Store(holder{b})
+}
+
+// Default returns the default backend (see SetDefault), nil when none is
+// set.
+func Default() IBackend {
+	h, _ := fallback.Load().(holder)
+	return h.b
 }
 
 // Get returns the backend registered under name.

@@ -1,5 +1,5 @@
 // Package dtype defines pylucid's element types, their sizes and names, the
-// type-promotion rules of SPEC §3, and exact float16/bfloat16 conversions.
+// type-promotion rules of docs/dtypes.md, and exact float16/bfloat16 conversions.
 //
 // Conventions:
 //   - A Dtype is a small integer; its zero value is Invalid.
@@ -133,7 +133,7 @@ func (d Dtype) Category() Category {
 }
 
 // Promote returns the result dtype of a binary op between tensors of dtypes a
-// and b (SPEC §3).
+// and b (docs/dtypes.md).
 func Promote(a, b Dtype) Dtype {
 	if a == b {
 		return a

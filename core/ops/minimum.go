@@ -39,7 +39,7 @@ var minimumOp = define(&spec{
 	kernel: backend.Minimum,
 	saves:  savesInputs,
 	vjp: binaryVJP(func(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
-		return route(c, backend.Minimum, a, b, g)
+		return route(c, backend.RuleMin, a, b, g)
 	}),
 	jvp: nil,
 })
@@ -53,7 +53,7 @@ var maximumOp = define(&spec{
 	kernel: backend.Maximum,
 	saves:  savesInputs,
 	vjp: binaryVJP(func(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
-		return route(c, backend.Maximum, a, b, g)
+		return route(c, backend.RuleMax, a, b, g)
 	}),
 	jvp: nil,
 })
@@ -99,8 +99,8 @@ var selectOp = define(&spec{
 // package-level initialiser may not refer to itself).
 func init() { selectOp.vjp = selectVJP }
 
-// route splits g between a and b by the selection rule of op.
-func route(c *Context, op backend.BinaryOp, a, b, g *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
+// route splits g between a and b by selection rule r.
+func route(c *Context, r backend.Rule, a, b, g *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
 	if err := checkInputs(routeOp.Name, a, b, g); err != nil {
 		return nil, nil, err
 	}
@@ -120,11 +120,11 @@ func route(c *Context, op backend.BinaryOp, a, b, g *tensor.Tensor) (*tensor.Ten
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := c.Backend.Route(op, ga, gb, views[0], views[1], views[2]); err != nil {
+	if err := c.Backend.Route(r, ga, gb, views[0], views[1], views[2]); err != nil {
 		return nil, nil, err
 	}
 	if n := record(c, routeOp, []*tensor.Tensor{g}, []*tensor.Tensor{ga, gb}, []*tensor.Tensor{a, b}); n != nil {
-		n.attr = op
+		n.attr = r
 	}
 	return ga, gb, nil
 }
@@ -138,12 +138,12 @@ func routeVJP(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Ten
 	if err != nil {
 		return nil, err
 	}
-	dg, err := selectBy(c, n.attr.(backend.BinaryOp), saved[0], saved[1], x, y)
+	dg, err := selectBy(c, n.attr.(backend.Rule), saved[0], saved[1], x, y)
 	return []*tensor.Tensor{dg}, err
 }
 
-// selectBy returns x where a wins (by op) and y elsewhere.
-func selectBy(c *Context, op backend.BinaryOp, a, b, x, y *tensor.Tensor) (*tensor.Tensor, error) {
+// selectBy returns x where a wins (by rule r) and y elsewhere.
+func selectBy(c *Context, r backend.Rule, a, b, x, y *tensor.Tensor) (*tensor.Tensor, error) {
 	if err := checkInputs(selectOp.Name, a, b, x, y); err != nil {
 		return nil, err
 	}
@@ -159,11 +159,11 @@ func selectBy(c *Context, op backend.BinaryOp, a, b, x, y *tensor.Tensor) (*tens
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Backend.Select(op, out, views[0], views[1], views[2], views[3]); err != nil {
+	if err := c.Backend.Select(r, out, views[0], views[1], views[2], views[3]); err != nil {
 		return nil, err
 	}
 	if n := record(c, selectOp, []*tensor.Tensor{x, y}, []*tensor.Tensor{out}, []*tensor.Tensor{a, b}); n != nil {
-		n.attr = op
+		n.attr = r
 	}
 	return out, nil
 }
@@ -173,7 +173,7 @@ func selectVJP(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Te
 	if grads[0] == nil {
 		return []*tensor.Tensor{nil, nil}, nil
 	}
-	dx, dy, err := route(c, n.attr.(backend.BinaryOp), saved[0], saved[1], grads[0])
+	dx, dy, err := route(c, n.attr.(backend.Rule), saved[0], saved[1], grads[0])
 	return []*tensor.Tensor{dx, dy}, err
 }
 

@@ -3,7 +3,7 @@ package ops
 import (
 	"github.com/pylucid/pylucid/core/amp"
 	"github.com/pylucid/pylucid/core/backend"
-	"github.com/pylucid/pylucid/core/backend/cpu"
+	_ "github.com/pylucid/pylucid/core/backend/cpu" // registers "cpu", the default backend
 	_ "github.com/pylucid/pylucid/core/backend/ref" // registers "ref"
 )
 
@@ -27,9 +27,9 @@ type Context struct {
 // ErrInterrupted is wrapped by the error of an op stopped by Context.Done.
 var ErrInterrupted = backend.ErrInterrupted
 
-// Default returns the default context: the cpu backend, gradients recorded,
-// autocast off.
-func Default() *Context { return &Context{Backend: cpu.Default, GradEnabled: true} }
+// Default returns the default context: the default backend
+// (backend.Default, "cpu"), gradients recorded, autocast off.
+func Default() *Context { return &Context{Backend: backend.Default(), GradEnabled: true} }
 
 // NoGrad returns a copy of c that records nothing.
 func (c *Context) NoGrad() *Context {
@@ -51,7 +51,7 @@ func ctxOr(c *Context) *Context {
 	}
 	if c.Backend == nil {
 		d := *c
-		d.Backend = cpu.Default
+		d.Backend = backend.Default()
 		return &d
 	}
 	return c

@@ -40,10 +40,16 @@ func New(n int) *Backend {
 	return b
 }
 
-// Default is the registered "cpu" backend.
+// Default is the registered "cpu" backend, and the default backend
+// (backend.Default) of every program that links this package.
 var Default = New(0)
 
-func init() { backend.Register(Default) }
+func init() { backend.SetDefault(Default) }
+
+var (
+	_ backend.IBackend = (*Backend)(nil)
+	_ backend.Threaded = (*Backend)(nil)
+)
 
 // Name returns "cpu".
 func (*Backend) Name() string { return "cpu" }

@@ -20,80 +20,70 @@ type rawBits interface {
 	~uint8 | ~uint16 | ~uint32 | ~uint64
 }
 
-// ---- selection: the SPEC §1 rule, shared by minimum/maximum, Route, Select ----
+// ---- selection: minimum/maximum forward, Route and Select, by rule ----
 
 // maskFunc writes, for n elements of a (operand ia) and b (operand ib),
 // whether a wins.
 type maskFunc func(m []bool, s seg, ia, ib int)
 
-func maskNative[T native](maximum bool) maskFunc {
-	return func(m []bool, s seg, ia, ib int) {
-		sz := int(unsafe.Sizeof(*new(T)))
-		if s.s[ia] == sz && s.s[ib] == sz {
-			a, b := unsafe.Slice((*T)(s.p[ia]), s.n), unsafe.Slice((*T)(s.p[ib]), s.n)
-			m = m[:s.n]
-			if maximum {
-				for i := range m {
-					m[i] = a[i] >= b[i] || a[i] != a[i]
-				}
-			} else {
-				for i := range m {
-					m[i] = a[i] <= b[i] || a[i] != a[i]
-				}
-			}
-			return
+// maskNative is the maskFunc of rule R for a native element type.
+func maskNative[R rule, T native](m []bool, s seg, ia, ib int) {
+	sz := int(unsafe.Sizeof(*new(T)))
+	if s.s[ia] == sz && s.s[ib] == sz {
+		a, b := unsafe.Slice((*T)(s.p[ia]), s.n), unsafe.Slice((*T)(s.p[ib]), s.n)
+		m = m[:s.n]
+		for i := range m {
+			m[i] = wins[R](a[i], b[i])
 		}
-		for i := 0; i < s.n; i++ {
-			x, y := *(*T)(s.at(ia, i)), *(*T)(s.at(ib, i))
-			if maximum {
-				m[i] = x >= y || x != x
-			} else {
-				m[i] = x <= y || x != x
-			}
-		}
+		return
+	}
+	for i := 0; i < s.n; i++ {
+		m[i] = wins[R](*(*T)(s.at(ia, i)), *(*T)(s.at(ib, i)))
 	}
 }
 
-// maskHalf compares float16/bfloat16 by widening to float32 (exact).
-func maskHalf(widen func(uint16) float32, maximum bool) maskFunc {
-	return func(m []bool, s seg, ia, ib int) {
-		for i := 0; i < s.n; i++ {
-			x, y := widen(*(*uint16)(s.at(ia, i))), widen(*(*uint16)(s.at(ib, i)))
-			if maximum {
-				m[i] = x >= y || x != x
-			} else {
-				m[i] = x <= y || x != x
-			}
-		}
+// maskHalf compares float16 (bf16 false) or bfloat16 values by widening
+// them to float32 (exact); maskF16 and maskBF16 are its maskFuncs.
+func maskHalf[R rule](m []bool, s seg, ia, ib int, bf16 bool) {
+	for i := 0; i < s.n; i++ {
+		m[i] = wins[R](widenHalf(*(*uint16)(s.at(ia, i)), bf16), widenHalf(*(*uint16)(s.at(ib, i)), bf16))
 	}
 }
 
-func mask(dt dtype.Dtype, op backend.BinaryOp) (maskFunc, error) {
-	mx := op == backend.Maximum
-	if !op.IsMinMax() {
-		return nil, fmt.Errorf("selection needs minimum or maximum, got %v", op)
+func maskF16[R rule](m []bool, s seg, ia, ib int)  { maskHalf[R](m, s, ia, ib, false) }
+func maskBF16[R rule](m []bool, s seg, ia, ib int) { maskHalf[R](m, s, ia, ib, true) }
+
+// widenHalf converts float16 (bf16 false) or bfloat16 bits to float32
+// exactly.
+func widenHalf(h uint16, bf16 bool) float32 {
+	if bf16 {
+		return dtype.BFloat16ToFloat32(h)
 	}
+	return dtype.Float16ToFloat32(h)
+}
+
+func mask[R rule](dt dtype.Dtype) maskFunc {
 	switch dt {
 	case dtype.Bool, dtype.Uint8:
-		return maskNative[uint8](mx), nil
+		return maskNative[R, uint8]
 	case dtype.Int8:
-		return maskNative[int8](mx), nil
+		return maskNative[R, int8]
 	case dtype.Int16:
-		return maskNative[int16](mx), nil
+		return maskNative[R, int16]
 	case dtype.Int32:
-		return maskNative[int32](mx), nil
+		return maskNative[R, int32]
 	case dtype.Int64:
-		return maskNative[int64](mx), nil
+		return maskNative[R, int64]
 	case dtype.Float32:
-		return maskNative[float32](mx), nil
+		return maskNative[R, float32]
 	case dtype.Float64:
-		return maskNative[float64](mx), nil
+		return maskNative[R, float64]
 	case dtype.Float16:
-		return maskHalf(dtype.Float16ToFloat32, mx), nil
+		return maskF16[R]
 	case dtype.BFloat16:
-		return maskHalf(dtype.BFloat16ToFloat32, mx), nil
+		return maskBF16[R]
 	}
-	return nil, fmt.Errorf("unsupported dtype %v", dt)
+	return nil
 }
 
 // selectBits writes out[i] = m[i] ? x[i] : y[i] as raw bits (operands io, ix, iy).
@@ -173,27 +163,22 @@ func maskedKernel(nops int, mf maskFunc, ia, ib int, fast func(seg) int, k func(
 	}
 }
 
-// Selection kernels are built once per (op, compared dtype, value dtype) at
-// init, so an op call allocates no closures.
+// Selection kernels are built once per (rule, compared dtype, value dtype)
+// at init, so an op call allocates no closures.
 var (
-	selectKernels [2][16]segFunc               // [maximum][dtype]: minimum/maximum forward
-	routeKernels  [2][16][16]segFunc           // [maximum][compared dtype][gradient dtype]
-	whereKernels  [2][16][16]segFunc           // [maximum][compared dtype][value dtype]: Select
-	arithKernels  [backend.Div + 1][16]segFunc // [op][dtype]: add, sub, mul, div
-	negKernels    [16]segFunc                  // [dtype]
-	castKernels   [16][16]segFunc              // [out dtype][in dtype]
+	selectKernels [backend.NumRules][16]segFunc     // [rule][dtype]: minimum/maximum forward
+	routeKernels  [backend.NumRules][16][16]segFunc // [rule][compared dtype][gradient dtype]
+	whereKernels  [backend.NumRules][16][16]segFunc // [rule][compared dtype][value dtype]: Select
+	arithKernels  [backend.Div + 1][16]segFunc      // [op][dtype]: add, sub, mul, div
+	negKernels    [16]segFunc                       // [dtype]
+	castKernels   [16][16]segFunc                   // [out dtype][in dtype]
 )
 
 func init() {
-	for mxi, op := range []backend.BinaryOp{backend.Minimum, backend.Maximum} {
-		for _, cd := range dtype.All() {
-			selectKernels[mxi][cd] = buildSelect(op, cd)
-			for _, gd := range dtype.All() {
-				routeKernels[mxi][cd][gd] = buildRoute(op, cd, gd)
-				whereKernels[mxi][cd][gd] = buildWhere(op, cd, gd)
-			}
-		}
-	}
+	buildSelection[ruleMin]()
+	buildSelection[ruleMax]()
+	buildSelection[ruleFMin]()
+	buildSelection[ruleFMax]()
 	for _, dt := range dtype.All() {
 		for op := backend.Add; op <= backend.Div; op++ {
 			arithKernels[op][dt] = buildArith(op, dt)
@@ -205,59 +190,65 @@ func init() {
 	}
 }
 
-func buildSelect(op backend.BinaryOp, dt dtype.Dtype) segFunc {
-	mf, err := mask(dt, op)
-	if err != nil {
+// buildSelection fills rule R's rows of the selection tables.
+func buildSelection[R rule]() {
+	r := ruleOf[R]()
+	for _, cd := range dtype.All() {
+		selectKernels[r][cd] = buildSelect[R](cd)
+		for _, gd := range dtype.All() {
+			routeKernels[r][cd][gd] = buildRoute[R](cd, gd)
+			whereKernels[r][cd][gd] = buildWhere[R](cd, gd)
+		}
+	}
+}
+
+func buildSelect[R rule](dt dtype.Dtype) segFunc {
+	mf := mask[R](dt)
+	if mf == nil {
 		return nil
 	}
 	sel := bitsFor(dt).sel
 	var fast func(seg) int
-	mx := op == backend.Maximum
 	if sz := simdSize(dt); sz != 0 {
-		fast = func(s seg) int { return simdSelect(&s, sz, mx, 0, 1, 2) }
-	} else if lim := halfNaNLimit(dt); lim != 0 {
-		fast = func(s seg) int { return simdSelectHalf(&s, lim, mx, 0, 1, 2) }
+		fast = func(s seg) int { return simdSelect[R](&s, sz, 0, 1, 2) }
+	} else if isHalf(dt) {
+		fast = func(s seg) int { return simdSelectHalf[R](&s, dt, 0, 1, 2) }
 	}
 	return maskedKernel(3, mf, 1, 2, fast, func(m []bool, s seg) { sel(m, s, 0, 1, 2) })
 }
 
-func buildRoute(op backend.BinaryOp, cd, gd dtype.Dtype) segFunc {
-	mf, err := mask(cd, op)
-	if err != nil {
+func buildRoute[R rule](cd, gd dtype.Dtype) segFunc {
+	mf := mask[R](cd)
+	if mf == nil {
 		return nil
 	}
 	var fast func(seg) int
-	mx := op == backend.Maximum
 	if sz := simdSize(gd); sz != 0 && cd == gd {
-		fast = func(s seg) int { return simdRoute(&s, sz, mx) }
-	} else if lim := halfNaNLimit(gd); lim != 0 && cd == gd {
-		fast = func(s seg) int { return simdRouteHalf(&s, lim, mx) }
+		fast = func(s seg) int { return simdRoute[R](&s, sz) }
+	} else if isHalf(gd) && cd == gd {
+		fast = func(s seg) int { return simdRouteHalf[R](&s, gd) }
 	}
 	return maskedKernel(5, mf, 2, 3, fast, bitsFor(gd).route)
 }
 
 // buildWhere is Select's kernel: out (0) gets x (3) where a (1) wins over
 // b (2), y (4) elsewhere.
-func buildWhere(op backend.BinaryOp, cd, vd dtype.Dtype) segFunc {
-	mf, err := mask(cd, op)
-	if err != nil {
+func buildWhere[R rule](cd, vd dtype.Dtype) segFunc {
+	mf := mask[R](cd)
+	if mf == nil {
 		return nil
 	}
 	sel := bitsFor(vd).sel
 	return maskedKernel(5, mf, 1, 2, nil, func(m []bool, s seg) { sel(m, s, 0, 3, 4) })
 }
 
-func mxIndex(op backend.BinaryOp) int {
-	if op == backend.Maximum {
-		return 1
-	}
-	return 0
-}
-
 // maskBufs recycles mask scratch: it escapes to the heap (it is passed to
 // function values), and allocating it per segment would cost more than the
 // work on a small tensor.
 var maskBufs = sync.Pool{New: func() any { return new([maxSeg]bool) }}
+
+// isHalf reports whether dt is float16 or bfloat16.
+func isHalf(dt dtype.Dtype) bool { return dt == dtype.Float16 || dt == dtype.BFloat16 }
 
 // halfNaNLimit is the largest magnitude bit pattern (bits & 0x7fff) that is
 // not NaN, for the half-precision SIMD paths (0: not a half dtype).
@@ -283,8 +274,8 @@ func simdSize(dt dtype.Dtype) int {
 }
 
 // Route implements backend.IBackend.
-func (b *Backend) Route(op backend.BinaryOp, ga, gb, a, bb, g *tensor.Tensor) error {
-	k, err := selection(&routeKernels, op, a, bb, g, ga, gb)
+func (b *Backend) Route(r backend.Rule, ga, gb, a, bb, g *tensor.Tensor) error {
+	k, err := selection(&routeKernels, r, a, bb, g, ga, gb)
 	if err != nil {
 		return err
 	}
@@ -293,8 +284,8 @@ func (b *Backend) Route(op backend.BinaryOp, ga, gb, a, bb, g *tensor.Tensor) er
 }
 
 // Select implements backend.IBackend.
-func (b *Backend) Select(op backend.BinaryOp, out, a, bb, x, y *tensor.Tensor) error {
-	k, err := selection(&whereKernels, op, a, bb, out, x, y)
+func (b *Backend) Select(r backend.Rule, out, a, bb, x, y *tensor.Tensor) error {
+	k, err := selection(&whereKernels, r, a, bb, out, x, y)
 	if err != nil {
 		return err
 	}
@@ -304,8 +295,8 @@ func (b *Backend) Select(op backend.BinaryOp, out, a, bb, x, y *tensor.Tensor) e
 
 // selection checks what Route and Select share — one shape for all; the
 // compared operands a, bb of one dtype; the value operands vs of one dtype;
-// a minimum/maximum op — and returns the kernel from table for it.
-func selection(table *[2][16][16]segFunc, op backend.BinaryOp, a, bb *tensor.Tensor, vs ...*tensor.Tensor) (segFunc, error) {
+// a valid rule — and returns the kernel from table for it.
+func selection(table *[backend.NumRules][16][16]segFunc, r backend.Rule, a, bb *tensor.Tensor, vs ...*tensor.Tensor) (segFunc, error) {
 	if err := backend.CheckSameShape(vs[0], a, bb); err != nil {
 		return nil, err
 	}
@@ -318,12 +309,12 @@ func selection(table *[2][16][16]segFunc, op backend.BinaryOp, a, bb *tensor.Ten
 	if err := backend.CheckSameDtype(vs...); err != nil {
 		return nil, err
 	}
-	if !op.IsMinMax() {
-		return nil, fmt.Errorf("selection needs minimum or maximum, got %v", op)
+	if err := backend.CheckRule(r); err != nil {
+		return nil, err
 	}
 	var k segFunc
 	if a.Dtype().Valid() && vs[0].Dtype().Valid() {
-		k = table[mxIndex(op)][a.Dtype()][vs[0].Dtype()]
+		k = table[r][a.Dtype()][vs[0].Dtype()]
 	}
 	if k == nil {
 		return nil, fmt.Errorf("unsupported dtype %v", a.Dtype())
@@ -471,10 +462,11 @@ func (b *Backend) Binary(op backend.BinaryOp, out, a, bb *tensor.Tensor) error {
 		return err
 	}
 	var k segFunc
+	r, selects := op.Rule()
 	switch dt := out.Dtype(); {
 	case !dt.Valid():
-	case op.IsMinMax():
-		k = selectKernels[mxIndex(op)][a.Dtype()]
+	case selects:
+		k = selectKernels[r][dt]
 	case op <= backend.Div:
 		if op == backend.Div && !out.Dtype().IsFloat() {
 			return fmt.Errorf("div kernel needs a floating dtype, got %v", out.Dtype())

@@ -6,14 +6,20 @@ import (
 	"math"
 	"simd/archsimd"
 	"unsafe"
+
+	"github.com/pylucid/pylucid/core/backend"
+	"github.com/pylucid/pylucid/core/dtype"
 )
 
-// SIMD fast paths (Go's simd/archsimd, AVX2) for float32 and float64. Each
-// returns how many elements it handled: the selection paths do a whole
-// segment (scalar tail included) when they handle its layout and 0 when not,
-// and the caller falls back to the generic kernels for the rest. Raw VMINPS is not SPEC §1's minimum (it returns the
+// SIMD fast paths (Go's simd/archsimd, AVX2) for float32 and float64, and
+// the selection paths for float16 and bfloat16. Each returns how many
+// elements it handled: the selection paths do a whole segment (scalar tail
+// included, by the scalar rule wins) when they handle its layout and 0 when
+// not, and the caller falls back to the generic kernels for the rest. Raw
+// VMINPS is not the selection rule of docs/semantics.md (it returns the
 // second operand on NaN and on ±0 ties), so selection is built from
-// comparisons: b wins iff b < a (a < b for maximum), or b is NaN and a is not.
+// comparisons, one predicate per vector type: wins32, wins64 and takesHalf,
+// generic over the rule type R like the scalar wins (rule.go).
 
 var haveAVX2 = archsimd.X86.AVX2()
 
@@ -54,28 +60,45 @@ func load64(s []float64, i, u int) archsimd.Float64x4 {
 	return archsimd.LoadFloat64x4Slice(s[i:])
 }
 
-// aWins32 is the SPEC §1 selection mask for the a operand: a <= b (a >= b
-// for maximum) or a is NaN. Two compares and an or: b's NaN fails the
-// ordered compare, and a's NaN wins by itself.
-func aWins32(x, y archsimd.Float32x8, maximum bool) archsimd.Mask32x8 {
-	if maximum {
-		return x.GreaterEqual(y).Or(x.IsNaN())
+// wins32 is the rule R on 8 float32 pairs: the mask of a winning (a <= b,
+// or >= for a maximum; or a NaN, or for fmin/fmax b NaN). Two compares and
+// an or: a NaN fails the ordered compare and wins, or loses, by the second.
+func wins32[R rule](x, y archsimd.Float32x8) archsimd.Mask32x8 {
+	var k R // the rule is the length of its type: a constant (rule.go)
+	r := backend.Rule(len(k))
+	var better archsimd.Mask32x8
+	if r.Greater() {
+		better = x.GreaterEqual(y)
+	} else {
+		better = x.LessEqual(y)
 	}
-	return x.LessEqual(y).Or(x.IsNaN())
+	if r.IgnoresNaN() {
+		return better.Or(y.IsNaN())
+	}
+	return better.Or(x.IsNaN())
 }
 
-func aWins64(x, y archsimd.Float64x4, maximum bool) archsimd.Mask64x4 {
-	if maximum {
-		return x.GreaterEqual(y).Or(x.IsNaN())
+// wins64 is wins32 on 4 float64 pairs.
+func wins64[R rule](x, y archsimd.Float64x4) archsimd.Mask64x4 {
+	var k R // the rule is the length of its type: a constant (rule.go)
+	r := backend.Rule(len(k))
+	var better archsimd.Mask64x4
+	if r.Greater() {
+		better = x.GreaterEqual(y)
+	} else {
+		better = x.LessEqual(y)
 	}
-	return x.LessEqual(y).Or(x.IsNaN())
+	if r.IgnoresNaN() {
+		return better.Or(y.IsNaN())
+	}
+	return better.Or(x.IsNaN())
 }
 
-// simdSelect handles minimum/maximum forward over segment operands
+// simdSelect handles the forward selection of rule R over segment operands
 // (out=io, a=ia, b=ib) of dtype float32 (sz 4) or float64 (sz 8), with a
 // contiguous output and contiguous or broadcast inputs, tail included (so
 // such a segment needs no mask scratch); other layouts return 0.
-func simdSelect(s *seg, sz int, maximum bool, io, ia, ib int) (done int) {
+func simdSelect[R rule](s *seg, sz int, io, ia, ib int) (done int) {
 	if !haveAVX2 || s.s[io] != sz {
 		return 0
 	}
@@ -91,70 +114,45 @@ func simdSelect(s *seg, sz int, maximum bool, io, ia, ib int) (done int) {
 			// Pointer steps instead of slicing: no bounds checks in the loop
 			// (i+8 <= n and all three hold n elements).
 			pa, pb, po := s.p[ia], s.p[ib], s.p[io]
-			if maximum {
-				for ; i+8 <= n; i += 8 {
-					x := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pa, 4*i)))
-					y := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pb, 4*i)))
-					x.Merge(y, x.GreaterEqual(y).Or(x.IsNaN())).Store((*[8]float32)(unsafe.Add(po, 4*i)))
-				}
-			} else {
-				for ; i+8 <= n; i += 8 {
-					x := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pa, 4*i)))
-					y := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pb, 4*i)))
-					x.Merge(y, x.LessEqual(y).Or(x.IsNaN())).Store((*[8]float32)(unsafe.Add(po, 4*i)))
-				}
+			for ; i+8 <= n; i += 8 {
+				x := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pa, 4*i)))
+				y := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pb, 4*i)))
+				x.Merge(y, wins32[R](x, y)).Store((*[8]float32)(unsafe.Add(po, 4*i)))
 			}
 		} else {
 			for ; i+8 <= n; i += 8 {
 				x, y := load32(a, i, ua), load32(b, i, ub)
-				x.Merge(y, aWins32(x, y, maximum)).StoreSlice(o[i:])
+				x.Merge(y, wins32[R](x, y)).StoreSlice(o[i:])
 			}
 		}
-		selectTail[float32, uint32](s, i, maximum, io, ia, ib)
+		selectTail[R, float32, uint32](s, n&^7, io, ia, ib) // i == n&^7: the loops stop at the last whole vector
 		return n
 	}
 	o, a, b := elems[float64](s.p[io], n, 1), elems[float64](s.p[ia], n, ua), elems[float64](s.p[ib], n, ub)
 	i := 0
 	if ua == 1 && ub == 1 {
 		pa, pb, po := s.p[ia], s.p[ib], s.p[io]
-		if maximum {
-			for ; i+4 <= n; i += 4 {
-				x := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pa, 8*i)))
-				y := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pb, 8*i)))
-				x.Merge(y, x.GreaterEqual(y).Or(x.IsNaN())).Store((*[4]float64)(unsafe.Add(po, 8*i)))
-			}
-		} else {
-			for ; i+4 <= n; i += 4 {
-				x := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pa, 8*i)))
-				y := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pb, 8*i)))
-				x.Merge(y, x.LessEqual(y).Or(x.IsNaN())).Store((*[4]float64)(unsafe.Add(po, 8*i)))
-			}
+		for ; i+4 <= n; i += 4 {
+			x := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pa, 8*i)))
+			y := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pb, 8*i)))
+			x.Merge(y, wins64[R](x, y)).Store((*[4]float64)(unsafe.Add(po, 8*i)))
 		}
 	} else {
 		for ; i+4 <= n; i += 4 {
 			x, y := load64(a, i, ua), load64(b, i, ub)
-			x.Merge(y, aWins64(x, y, maximum)).StoreSlice(o[i:])
+			x.Merge(y, wins64[R](x, y)).StoreSlice(o[i:])
 		}
 	}
-	selectTail[float64, uint64](s, i, maximum, io, ia, ib)
+	selectTail[R, float64, uint64](s, n&^3, io, ia, ib)
 	return n
-}
-
-// bWins is the scalar form of bWins32/bWins64: b is strictly better, or b is
-// NaN and a is not.
-func bWins[T float32 | float64](x, y T, maximum bool) bool {
-	if maximum {
-		return x < y || (x == x && y != y)
-	}
-	return y < x || (x == x && y != y)
 }
 
 // selectTail finishes a SIMD selection from element i: the winner's bits
 // (B, the same size as T) go to the output.
-func selectTail[T float32 | float64, B uint32 | uint64](s *seg, i int, maximum bool, io, ia, ib int) {
+func selectTail[R rule, T float32 | float64, B uint32 | uint64](s *seg, i int, io, ia, ib int) {
 	for ; i < s.n; i++ {
 		src := s.at(ia, i)
-		if p := s.at(ib, i); bWins(*(*T)(src), *(*T)(p), maximum) {
+		if p := s.at(ib, i); !wins[R](*(*T)(src), *(*T)(p)) {
 			src = p
 		}
 		*(*B)(s.at(io, i)) = *(*B)(src)
@@ -163,26 +161,22 @@ func selectTail[T float32 | float64, B uint32 | uint64](s *seg, i int, maximum b
 
 // routeTail finishes a SIMD route from element i (operands ga=0, gb=1, a=2,
 // b=3, g=4; B the same size as T).
-func routeTail[T float32 | float64, B uint32 | uint64](s *seg, i int, maximum bool) {
+func routeTail[R rule, T float32 | float64, B uint32 | uint64](s *seg, i int) {
 	for ; i < s.n; i++ {
 		g := *(*B)(s.at(4, i))
-		if bWins(*(*T)(s.at(2, i)), *(*T)(s.at(3, i)), maximum) {
-			*(*B)(s.at(0, i)), *(*B)(s.at(1, i)) = 0, g
-		} else {
+		if wins[R](*(*T)(s.at(2, i)), *(*T)(s.at(3, i))) {
 			*(*B)(s.at(0, i)), *(*B)(s.at(1, i)) = g, 0
+		} else {
+			*(*B)(s.at(0, i)), *(*B)(s.at(1, i)) = 0, g
 		}
 	}
 }
 
-// vec8 and vec4 point at the vector starting at element i (bounds-checked once).
-func vec8(s []float32, i int) *[8]float32 { return (*[8]float32)(s[i : i+8]) }
-func vec4(s []float64, i int) *[4]float64 { return (*[4]float64)(s[i : i+4]) }
-
-// simdRoute handles the fused minimum/maximum backward: ga (operand 0) gets g
-// (operand 4) where a (2) wins, gb (1) the rest; a, b and g share the dtype.
-// Contiguous ga and gb and contiguous or broadcast a, b, g: the whole
-// segment, tail included; other layouts return 0.
-func simdRoute(s *seg, sz int, maximum bool) (done int) {
+// simdRoute handles the fused backward of a selection by rule R: ga
+// (operand 0) gets g (operand 4) where a (2) wins, gb (1) the rest; a, b and
+// g share the dtype. Contiguous ga and gb and contiguous or broadcast a, b,
+// g: the whole segment, tail included; other layouts return 0.
+func simdRoute[R rule](s *seg, sz int) (done int) {
 	if !haveAVX2 || s.s[0] != sz || s.s[1] != sz {
 		return 0
 	}
@@ -209,19 +203,19 @@ func simdRoute(s *seg, sz int, maximum bool) (done int) {
 				} else {
 					gv = archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pg, gstep*i)))
 				}
-				aw := aWins32(x, y, maximum)
+				aw := wins32[R](x, y)
 				gv.Masked(aw).Store((*[8]float32)(unsafe.Add(pga, 4*i)))
 				zero.Merge(gv, aw).Store((*[8]float32)(unsafe.Add(pgb, 4*i)))
 			}
 		} else {
 			for ; i+8 <= n; i += 8 {
 				x, y, gv := load32(a, i, ua), load32(b, i, ub), load32(g, i, ug)
-				aw := aWins32(x, y, maximum)
+				aw := wins32[R](x, y)
 				gv.Masked(aw).StoreSlice(ga[i:])
 				zero.Merge(gv, aw).StoreSlice(gb[i:])
 			}
 		}
-		routeTail[float32, uint32](s, i, maximum)
+		routeTail[R, float32, uint32](s, n&^7) // i == n&^7 (see simdSelect)
 		return n
 	}
 	ga, gb := elems[float64](s.p[0], n, 1), elems[float64](s.p[1], n, 1)
@@ -229,21 +223,30 @@ func simdRoute(s *seg, sz int, maximum bool) (done int) {
 	var zero archsimd.Float64x4
 	i := 0
 	if ua == 1 && ub == 1 {
+		pa, pb, pg, pga, pgb := s.p[2], s.p[3], s.p[4], s.p[0], s.p[1]
+		gstep := 8 * ug
 		for ; i+4 <= n; i += 4 {
-			x, y, gv := archsimd.LoadFloat64x4(vec4(a, i)), archsimd.LoadFloat64x4(vec4(b, i)), load64(g, i, ug)
-			aw := aWins64(x, y, maximum)
-			gv.Masked(aw).Store(vec4(ga, i))
-			zero.Merge(gv, aw).Store(vec4(gb, i))
+			x := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pa, 8*i)))
+			y := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pb, 8*i)))
+			var gv archsimd.Float64x4
+			if ug == 0 {
+				gv = archsimd.BroadcastFloat64x4(*(*float64)(pg))
+			} else {
+				gv = archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pg, gstep*i)))
+			}
+			aw := wins64[R](x, y)
+			gv.Masked(aw).Store((*[4]float64)(unsafe.Add(pga, 8*i)))
+			zero.Merge(gv, aw).Store((*[4]float64)(unsafe.Add(pgb, 8*i)))
 		}
 	} else {
 		for ; i+4 <= n; i += 4 {
 			x, y, gv := load64(a, i, ua), load64(b, i, ub), load64(g, i, ug)
-			aw := aWins64(x, y, maximum)
+			aw := wins64[R](x, y)
 			gv.Masked(aw).StoreSlice(ga[i:])
 			zero.Merge(gv, aw).StoreSlice(gb[i:])
 		}
 	}
-	routeTail[float64, uint64](s, i, maximum)
+	routeTail[R, float64, uint64](s, n&^3)
 	return n
 }
 
@@ -294,17 +297,26 @@ func halfKeys(x archsimd.Int16x16) (key, mag archsimd.Int16x16) {
 	return mag.Xor(s).Sub(s), mag
 }
 
-// bWinsHalf is the SPEC §1 selection mask for b: a is not NaN, and b is
-// strictly better or NaN.
-func bWinsHalf(xa, xb, lim archsimd.Int16x16, maximum bool) archsimd.Mask16x16 {
+// takesHalf is the rule R on 16 half-precision pairs, as the complement of
+// wins (AVX2 compares integers only with >, and masks have no not): the
+// mask of b taking a's place. Under min/max that is: a is not NaN, and b is
+// strictly better or NaN; under fmin/fmax: b is not NaN, and b is strictly
+// better or a is NaN. The keys of NaNs order arbitrarily, but never decide.
+func takesHalf[R rule](xa, xb, lim archsimd.Int16x16) archsimd.Mask16x16 {
+	var k R // the rule is the length of its type: a constant (rule.go)
+	r := backend.Rule(len(k))
 	ka, ma := halfKeys(xa)
 	kb, mb := halfKeys(xb)
 	strict := ka.Greater(kb)
-	if maximum {
+	if r.Greater() {
 		strict = kb.Greater(ka)
 	}
-	notNaNA := lim.Add(archsimd.BroadcastInt16x16(1)).Greater(ma)
-	return notNaNA.And(strict.Or(mb.Greater(lim)))
+	nanWins, other := ma, mb // the operand whose NaN wins, and the other
+	if r.IgnoresNaN() {
+		nanWins, other = mb, ma
+	}
+	notNaN := lim.Add(archsimd.BroadcastInt16x16(1)).Greater(nanWins)
+	return notNaN.And(strict.Or(other.Greater(lim)))
 }
 
 func load16(s []int16, i, u int) archsimd.Int16x16 {
@@ -314,8 +326,8 @@ func load16(s []int16, i, u int) archsimd.Int16x16 {
 	return archsimd.LoadInt16x16Slice(s[i:])
 }
 
-// simdSelectHalf is simdSelect for float16/bfloat16 (NaN threshold lim).
-func simdSelectHalf(s *seg, lim int16, maximum bool, io, ia, ib int) (done int) {
+// simdSelectHalf is simdSelect for float16/bfloat16 (dt).
+func simdSelectHalf[R rule](s *seg, dt dtype.Dtype, io, ia, ib int) (done int) {
 	if !haveAVX2 || s.s[io] != 2 {
 		return 0
 	}
@@ -325,22 +337,23 @@ func simdSelectHalf(s *seg, lim int16, maximum bool, io, ia, ib int) (done int) 
 	}
 	n := s.n
 	o, a, b := elems[int16](s.p[io], n, 1), elems[int16](s.p[ia], n, ua), elems[int16](s.p[ib], n, ub)
-	l := archsimd.BroadcastInt16x16(lim)
+	l := archsimd.BroadcastInt16x16(halfNaNLimit(dt))
 	i := 0
 	if ua == 1 && ub == 1 {
 		for ; i+16 <= n; i += 16 {
 			x, y := archsimd.LoadInt16x16(vec16(a, i)), archsimd.LoadInt16x16(vec16(b, i))
-			y.Merge(x, bWinsHalf(x, y, l, maximum)).Store(vec16(o, i))
+			y.Merge(x, takesHalf[R](x, y, l)).Store(vec16(o, i))
 		}
 	} else {
 		for ; i+16 <= n; i += 16 {
 			x, y := load16(a, i, ua), load16(b, i, ub)
-			y.Merge(x, bWinsHalf(x, y, l, maximum)).StoreSlice(o[i:])
+			y.Merge(x, takesHalf[R](x, y, l)).StoreSlice(o[i:])
 		}
 	}
+	bf := dt == dtype.BFloat16
 	for ; i < n; i++ { // the tail, one element at a time
 		src := s.at(ia, i)
-		if p := s.at(ib, i); bWinsHalf1(*(*int16)(src), *(*int16)(p), lim, maximum) {
+		if p := s.at(ib, i); !wins[R](widenHalf(*(*uint16)(src), bf), widenHalf(*(*uint16)(p), bf)) {
 			src = p
 		}
 		*(*int16)(s.at(io, i)) = *(*int16)(src)
@@ -348,27 +361,10 @@ func simdSelectHalf(s *seg, lim int16, maximum bool, io, ia, ib int) (done int) 
 	return n
 }
 
-// bWinsHalf1 is bWinsHalf for one pair of elements.
-func bWinsHalf1(xa, xb, lim int16, maximum bool) bool {
-	ma, mb := xa&0x7fff, xb&0x7fff
-	ka, kb := ma, mb
-	if xa < 0 {
-		ka = -ma
-	}
-	if xb < 0 {
-		kb = -mb
-	}
-	strict := ka > kb
-	if maximum {
-		strict = kb > ka
-	}
-	return ma <= lim && (strict || mb > lim)
-}
-
 func vec16(s []int16, i int) *[16]int16 { return (*[16]int16)(s[i : i+16]) }
 
-// simdRouteHalf is simdRoute for float16/bfloat16.
-func simdRouteHalf(s *seg, lim int16, maximum bool) (done int) {
+// simdRouteHalf is simdRoute for float16/bfloat16 (dt).
+func simdRouteHalf[R rule](s *seg, dt dtype.Dtype) (done int) {
 	if !haveAVX2 || s.s[0] != 2 || s.s[1] != 2 {
 		return 0
 	}
@@ -379,30 +375,31 @@ func simdRouteHalf(s *seg, lim int16, maximum bool) (done int) {
 	n := s.n
 	ga, gb := elems[int16](s.p[0], n, 1), elems[int16](s.p[1], n, 1)
 	a, b, g := elems[int16](s.p[2], n, ua), elems[int16](s.p[3], n, ub), elems[int16](s.p[4], n, ug)
-	l := archsimd.BroadcastInt16x16(lim)
+	l := archsimd.BroadcastInt16x16(halfNaNLimit(dt))
 	var zero archsimd.Int16x16
 	i := 0
 	if ua == 1 && ub == 1 {
 		for ; i+16 <= n; i += 16 {
 			x, y, gv := archsimd.LoadInt16x16(vec16(a, i)), archsimd.LoadInt16x16(vec16(b, i)), load16(g, i, ug)
-			bw := bWinsHalf(x, y, l, maximum)
+			bw := takesHalf[R](x, y, l)
 			zero.Merge(gv, bw).Store(vec16(ga, i))
 			gv.Merge(zero, bw).Store(vec16(gb, i))
 		}
 	} else {
 		for ; i+16 <= n; i += 16 {
 			x, y, gv := load16(a, i, ua), load16(b, i, ub), load16(g, i, ug)
-			bw := bWinsHalf(x, y, l, maximum)
+			bw := takesHalf[R](x, y, l)
 			zero.Merge(gv, bw).StoreSlice(ga[i:])
 			gv.Merge(zero, bw).StoreSlice(gb[i:])
 		}
 	}
+	bf := dt == dtype.BFloat16
 	for ; i < n; i++ { // the tail, one element at a time
 		gv := *(*int16)(s.at(4, i))
-		if bWinsHalf1(*(*int16)(s.at(2, i)), *(*int16)(s.at(3, i)), lim, maximum) {
-			*(*int16)(s.at(0, i)), *(*int16)(s.at(1, i)) = 0, gv
-		} else {
+		if wins[R](widenHalf(*(*uint16)(s.at(2, i)), bf), widenHalf(*(*uint16)(s.at(3, i)), bf)) {
 			*(*int16)(s.at(0, i)), *(*int16)(s.at(1, i)) = gv, 0
+		} else {
+			*(*int16)(s.at(0, i)), *(*int16)(s.at(1, i)) = 0, gv
 		}
 	}
 	return n

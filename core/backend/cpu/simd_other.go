@@ -2,7 +2,11 @@
 
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/pylucid/pylucid/core/dtype"
+)
 
 // Without GOEXPERIMENT=simd on amd64 the fast paths are absent: every
 // function reports that it handled nothing and the generic kernels run.
@@ -10,12 +14,12 @@ import "unsafe"
 // SIMDEnabled reports whether the SIMD fast paths are compiled in and usable.
 func SIMDEnabled() bool { return false }
 
-func simdSelect(*seg, int, bool, int, int, int) int    { return 0 }
-func simdRoute(*seg, int, bool) int                    { return 0 }
+func simdSelect[R rule](*seg, int, int, int, int) int  { return 0 }
+func simdRoute[R rule](*seg, int) int                  { return 0 }
 func simdLanes32(*[8]float32, unsafe.Pointer, int) int { return 0 }
 func simdLanes64(*[8]float64, unsafe.Pointer, int) int { return 0 }
 
-func simdSelectHalf(*seg, int16, bool, int, int, int) int { return 0 }
-func simdRouteHalf(*seg, int16, bool) int                 { return 0 }
-func simdLanesF16(*[8]float32, unsafe.Pointer, int) int   { return 0 }
-func simdLanesBF16(*[8]float32, unsafe.Pointer, int) int  { return 0 }
+func simdSelectHalf[R rule](*seg, dtype.Dtype, int, int, int) int { return 0 }
+func simdRouteHalf[R rule](*seg, dtype.Dtype) int                 { return 0 }
+func simdLanesF16(*[8]float32, unsafe.Pointer, int) int           { return 0 }
+func simdLanesBF16(*[8]float32, unsafe.Pointer, int) int          { return 0 }

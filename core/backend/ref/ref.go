@@ -26,23 +26,44 @@ func init() { backend.Register(Backend{}) }
 // Name returns "ref".
 func (Backend) Name() string { return "ref" }
 
-func aWins(op backend.BinaryOp, a, b *tensor.Tensor, i int) bool {
+var _ backend.IBackend = Backend{}
+
+// wins is the reference form of the selection rule (docs/semantics.md): a
+// case per rule, on exact float64 or int64 values, independent of the cpu
+// backend's predicates. Callers check that r is valid.
+func wins(r backend.Rule, a, b *tensor.Tensor, i int) bool {
 	dt := a.Dtype()
+	var aNaN, bNaN bool
+	var order int // -1: a < b, 0: a == b (±0 equal), 1: a > b; when neither is NaN
 	if dt.IsFloat() {
 		x, y := tensor.LoadFloat64(dt, a.ElementPointer(i)), tensor.LoadFloat64(dt, b.ElementPointer(i))
-		if math.IsNaN(x) {
-			return true
+		aNaN, bNaN = math.IsNaN(x), math.IsNaN(y)
+		switch {
+		case x < y:
+			order = -1
+		case x > y:
+			order = 1
 		}
-		if op == backend.Minimum {
-			return x <= y
+	} else {
+		x, y := tensor.LoadInt64(dt, a.ElementPointer(i)), tensor.LoadInt64(dt, b.ElementPointer(i))
+		switch {
+		case x < y:
+			order = -1
+		case x > y:
+			order = 1
 		}
-		return x >= y
 	}
-	x, y := tensor.LoadInt64(dt, a.ElementPointer(i)), tensor.LoadInt64(dt, b.ElementPointer(i))
-	if op == backend.Minimum {
-		return x <= y
+	switch r {
+	case backend.RuleMin: // NaN propagates: a NaN a wins, a NaN b wins
+		return aNaN || (!bNaN && order <= 0)
+	case backend.RuleMax:
+		return aNaN || (!bNaN && order >= 0)
+	case backend.RuleFMin: // NaN is ignored: a NaN b loses, a NaN a loses
+		return bNaN || (!aNaN && order <= 0)
+	case backend.RuleFMax:
+		return bNaN || (!aNaN && order >= 0)
 	}
-	return x >= y
+	panic("ref: invalid selection rule " + r.String())
 }
 
 func copyElem(dt dtype.Dtype, dst, src unsafe.Pointer) {
@@ -69,10 +90,11 @@ func (Backend) Binary(op backend.BinaryOp, out, a, b *tensor.Tensor) error {
 	if op > backend.Maximum {
 		return fmt.Errorf("unknown binary op %v", op)
 	}
+	r, selects := op.Rule()
 	for i := 0; i < out.Numel(); i++ {
 		po := out.ElementPointer(i)
-		if op.IsMinMax() {
-			if aWins(op, a, b, i) {
+		if selects {
+			if wins(r, a, b, i) {
 				copyElem(dt, po, a.ElementPointer(i))
 			} else {
 				copyElem(dt, po, b.ElementPointer(i))
@@ -252,7 +274,7 @@ func (Backend) SumUntil(out, a *tensor.Tensor, done <-chan struct{}) error {
 }
 
 // Route implements backend.IBackend.
-func (Backend) Route(op backend.BinaryOp, ga, gb, a, b, g *tensor.Tensor) error {
+func (Backend) Route(r backend.Rule, ga, gb, a, b, g *tensor.Tensor) error {
 	if err := backend.CheckSameShape(g, ga, gb, a, b); err != nil {
 		return err
 	}
@@ -262,13 +284,13 @@ func (Backend) Route(op backend.BinaryOp, ga, gb, a, b, g *tensor.Tensor) error 
 	if err := backend.CheckSameDtype(g, ga, gb); err != nil {
 		return err
 	}
-	if !op.IsMinMax() {
-		return fmt.Errorf("route needs minimum or maximum, got %v", op)
+	if err := backend.CheckRule(r); err != nil {
+		return err
 	}
 	dt := g.Dtype()
 	for i := 0; i < g.Numel(); i++ {
 		win, lose := ga.ElementPointer(i), gb.ElementPointer(i)
-		if !aWins(op, a, b, i) {
+		if !wins(r, a, b, i) {
 			win, lose = lose, win
 		}
 		copyElem(dt, win, g.ElementPointer(i))
@@ -278,7 +300,7 @@ func (Backend) Route(op backend.BinaryOp, ga, gb, a, b, g *tensor.Tensor) error 
 }
 
 // Select implements backend.IBackend.
-func (Backend) Select(op backend.BinaryOp, out, a, b, x, y *tensor.Tensor) error {
+func (Backend) Select(r backend.Rule, out, a, b, x, y *tensor.Tensor) error {
 	if err := backend.CheckSameShape(out, a, b, x, y); err != nil {
 		return err
 	}
@@ -288,12 +310,12 @@ func (Backend) Select(op backend.BinaryOp, out, a, b, x, y *tensor.Tensor) error
 	if err := backend.CheckSameDtype(out, x, y); err != nil {
 		return err
 	}
-	if !op.IsMinMax() {
-		return fmt.Errorf("select needs minimum or maximum, got %v", op)
+	if err := backend.CheckRule(r); err != nil {
+		return err
 	}
 	for i := 0; i < out.Numel(); i++ {
 		src := y.ElementPointer(i)
-		if aWins(op, a, b, i) {
+		if wins(r, a, b, i) {
 			src = x.ElementPointer(i)
 		}
 		copyElem(out.Dtype(), out.ElementPointer(i), src)
