@@ -417,7 +417,7 @@ def test_zeros_rejects_non_integers(bad):
 
 
 def test_zeros_rejects_none():
-    """NumPy 2.3 raises TypeError for a None shape; NumPy 2.2 (the floor)
+    """Current NumPy raises TypeError for a None shape; NumPy 2.2 (the floor)
     still took it as () with a DeprecationWarning. pylucid raises."""
     with pytest.raises(TypeError):
         pylucid.zeros(None)  # type: ignore[arg-type]
