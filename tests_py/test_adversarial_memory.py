@@ -17,22 +17,10 @@ import textwrap
 import time
 
 import pytest
-
-PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
-
-
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PYTHON_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
-
+from childproc import child_env, run_code
 
 def _run(code, timeout=120.0):
-    try:
-        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                              timeout=timeout, env=_env())
-    except subprocess.TimeoutExpired as e:
-        pytest.fail("subprocess hung for more than %ss\nstdout:\n%s\nstderr:\n%s" % (timeout, e.stdout, e.stderr))
+    return run_code(code, timeout)
 
 
 PRELUDE = r"""
@@ -167,7 +155,7 @@ ops.sum(x, dim=%s)
 print("FINISHED", flush=True)
 """ % (dt, shape, dims)
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=_env())
+                         text=True, env=child_env())
     try:
         assert p.stdout.readline().strip() == "STARTED", p.stderr.read()
         deadline = time.monotonic() + 4.0

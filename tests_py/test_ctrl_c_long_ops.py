@@ -21,8 +21,8 @@ import textwrap
 import pytest
 
 import pylucid
+from childproc import child_env
 
-PYTHON_DIR = str(pathlib.Path(__file__).resolve().parent.parent / "python")
 
 SCRIPT = r"""
 import os, signal, sys, threading, time
@@ -112,8 +112,7 @@ def _library() -> str:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_ctrl_c_interrupts_a_long_reduction(case: str, mode: str) -> None:
     dt, shape, expr = CASES[case]
-    env = {k: v for k, v in os.environ.items() if k != "PYLUCID_LIBRARY"}
-    env["PYTHONPATH"] = PYTHON_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = child_env({k: v for k, v in os.environ.items() if k != "PYLUCID_LIBRARY"})
     if mode == "fallback":
         env["PYLUCID_LIBRARY"] = _library()
     code = "MODE = %r\nDTYPE = %r\nSHAPE = %s\n" % (mode, dt, shape) + SCRIPT.replace("EXPR", expr)

@@ -14,10 +14,9 @@ import numpy as np
 import pytest
 
 import pylucid
+from childproc import child_env, run_code
 from pylucid import ops
 
-# subprocesses import the very pylucid this process uses (installed or from a checkout)
-PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(pylucid.__file__)))
 
 
 def _assert_works():
@@ -40,14 +39,8 @@ def _shape_in(msg: str, shape) -> bool:
     return any(f in msg for f in forms)
 
 
-def _run_script(code: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PYTHON_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    try:
-        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                              timeout=timeout, env=env)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail("subprocess hung for more than %ss\nstdout:\n%s\nstderr:\n%s" % (timeout, e.stdout, e.stderr))
+def _run_script(code: str, timeout: float = 120.0) -> "subprocess.CompletedProcess[str]":
+    return run_code(code, timeout)
 
 
 # ---- shapes that do not broadcast ----
@@ -522,8 +515,7 @@ if __name__ == "__main__":
 def test_multiprocessing_fork_context_raises_and_spawn_works(tmp_path):
     script = tmp_path / "mp_fork.py"  # spawn needs an importable __main__ file
     script.write_text(MP_SCRIPT)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PYTHON_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = child_env()
     try:
         r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
     except subprocess.TimeoutExpired as e:

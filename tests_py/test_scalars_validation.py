@@ -408,12 +408,19 @@ def test_tensor_from_python_data_default_float_rounds_ints_once():
 # ---------------------------------------------------------------- integer arguments (docs/errors.md)
 
 
-@pytest.mark.parametrize("bad", [(2.9,), 2.9, [2, 3.0], (np.float64(2.0),), "3", None, np.array([2.5])])
+@pytest.mark.parametrize("bad", [(2.9,), 2.9, [2, 3.0], (np.float64(2.0),), "3", np.array([2.5])])
 def test_zeros_rejects_non_integers(bad):
     with pytest.raises(TypeError):
         np.zeros(bad)  # as NumPy
     with pytest.raises(TypeError):
         pylucid.zeros(bad)
+
+
+def test_zeros_rejects_none():
+    """Current NumPy raises TypeError for a None shape; NumPy 2.2 (the floor)
+    still took it as () with a DeprecationWarning. pylucid raises."""
+    with pytest.raises(TypeError):
+        pylucid.zeros(None)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
