@@ -27,7 +27,7 @@ from pylucid import ops
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
-#: (pylucid dtype, NumPy dtype), in SPEC order.
+#: (pylucid dtype, NumPy dtype), in the order docs/dtypes.md lists them.
 DTYPES = [
     (pylucid.bool_, np.dtype(np.bool_)),
     (pylucid.uint8, np.dtype(np.uint8)),
@@ -54,7 +54,7 @@ _WIDTH = {"bool": 1, "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
 
 
 def category(name: str) -> int:
-    """SPEC §3 categories: bool < integers < floats."""
+    """docs/dtypes.md categories: bool < integers < floats."""
     if name == "bool":
         return 0
     if name in INT_NAMES:
@@ -63,7 +63,7 @@ def category(name: str) -> int:
 
 
 def promote(a: str, b: str) -> str:
-    """SPEC §3 promotion of two tensor dtypes (names)."""
+    """docs/dtypes.md promotion of two tensor dtypes (names)."""
     if a == b:
         return a
     ca, cb = category(a), category(b)
@@ -81,7 +81,7 @@ def promote(a: str, b: str) -> str:
 
 
 def promote_scalar(t: str, scalar: Any) -> str:
-    """SPEC §3: a Python scalar is weak; it only lifts the category, to the
+    """docs/dtypes.md: a Python scalar is weak; it only lifts the category, to the
     category's default (int64 / float32)."""
     c = 0 if isinstance(scalar, bool) else 1 if isinstance(scalar, int) else 2
     if c <= category(t):
@@ -124,13 +124,13 @@ def _isnan(x: np.ndarray) -> np.ndarray:
 
 
 def a_wins_min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """SPEC §1 selection rule of minimum: a wins iff a <= b or a is NaN."""
+    """docs/semantics.md selection rule of minimum: a wins iff a <= b or a is NaN."""
     with np.errstate(invalid="ignore"):
         return (a <= b) | _isnan(a)
 
 
 def a_wins_max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """SPEC §1 selection rule of maximum: a wins iff a >= b or a is NaN."""
+    """docs/semantics.md selection rule of maximum: a wins iff a >= b or a is NaN."""
     with np.errstate(invalid="ignore"):
         return (a >= b) | _isnan(a)
 

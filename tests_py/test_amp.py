@@ -1,4 +1,4 @@
-"""Autocast (SPEC §4): every combination of float16/bfloat16/float32/float64
+"""Autocast (docs/semantics.md): every combination of float16/bfloat16/float32/float64
 inputs under each autocast dtype, for minimum, maximum and the arithmetic ops
 (all PROMOTE): result dtype, values against NumPy computed in the promoted
 dtype, and gradient dtypes and values. Plus the context manager itself:
@@ -22,7 +22,7 @@ NP = {F16: np.dtype(np.float16), BF16: np.dtype(ml_dtypes.bfloat16), F32: np.dty
 
 
 def promoted(a, b):
-    """SPEC §3/§4 PROMOTE: the wider float; float16 with bfloat16 gives float32."""
+    """docs/dtypes.md and the autocast section of docs/semantics.md, PROMOTE: the wider float; float16 with bfloat16 gives float32."""
     if a is b:
         return a
     if {a, b} == {F16, BF16}:

@@ -1,4 +1,4 @@
-"""DLPack (SPEC §6): zero-copy exchange with NumPy, JAX and PyTorch.
+"""DLPack (docs/interop.md): zero-copy exchange with NumPy, JAX and PyTorch.
 
 Every round trip checks that the data pointers are equal (no copy), and the
 release tests check that each side's memory is released exactly once: the

@@ -1,4 +1,4 @@
-"""Every row of SPEC §7: a clear exception of the right class — never a
+"""Every row of docs/errors.md: a clear exception of the right class — never a
 crash, a hang or a silent wrong answer."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Python-defined autograd.Function nodes in native graphs, and the autograd
-API around them (SPEC §5)."""
+API around them (docs/autograd.md)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ class ScaleShift(Function):
 
 
 class MinMax(Function):
-    """Two outputs: (minimum(a, b), maximum(a, b)) with the SPEC §1 rule."""
+    """Two outputs: (minimum(a, b), maximum(a, b)) with the rule of docs/semantics.md."""
 
     received = None
 

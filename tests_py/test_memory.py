@@ -1,4 +1,4 @@
-"""Memory stays bounded (SPEC §8): a loop that wraps large arrays, runs
+"""Memory stays bounded (docs/interop.md): a loop that wraps large arrays, runs
 forward+backward and drops everything keeps RSS flat, and every handle and
 borrowed buffer is given back."""
 

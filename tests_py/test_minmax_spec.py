@@ -1,10 +1,10 @@
-"""SPEC §1 (minimum / maximum) case by case, end to end through Python.
+"""docs/semantics.md (minimum / maximum) case by case, end to end through Python.
 
     a wins at i  <=>  a_i <= b_i  or  a_i is NaN      (maximum: a_i >= b_i or a_i is NaN)
     y_i = a_i if a wins else b_i                        (the winner's bits)
     dL/da_i = [a wins] g_i,   dL/db_i = [b wins] g_i    (reduced to each input's shape)
 
-Also SPEC §4 (the schemas, AMP policy PROMOTE) and §5 (grad_fn names,
+Also the schemas and AMP policy PROMOTE (docs/semantics.md) and grad_fn names (docs/autograd.md;
 next_functions, create_graph with constant masks) as they concern these ops.
 """
 
@@ -144,7 +144,7 @@ def test_signed_zero_ties_both_orders(name, op, wins, dt):
         with np.errstate(invalid="ignore"):
             ref = getattr(np, name)(a, b)
         assert y.astype(np.float64)[0] == ref.astype(np.float64)[0]
-    # the case SPEC §1 names: minimum(+0.0, -0.0) is +0.0 (NumPy: -0.0)
+    # the case docs/semantics.md names: minimum(+0.0, -0.0) is +0.0 (NumPy: -0.0)
     y = np_of(op(pz, nz))
     assert not np.signbit(y.astype(np.float64))[0]
     y = np_of(op(nz, pz))
@@ -351,7 +351,7 @@ def test_partition_with_broadcasting_hypothesis(case):
     st.integers(0, 2**32 - 1),
 )
 def test_values_equal_numpy_hypothesis(which, dt, shapes, seed):
-    """Every dtype: bit-identical to NumPy except SPEC §1's signed-zero tie,
+    """Every dtype: bit-identical to NumPy except docs/semantics.md's signed-zero tie,
     where pylucid returns a's bits (compare equal to NumPy's result)."""
     name, op, wins = MINMAX[MINMAX_IDS.index(which)]
     rng = np.random.default_rng(seed)

@@ -2,7 +2,7 @@
 
 Forward: all dtypes x the broadcast pairs x NumPy layouts (contiguous,
 transposed, negative-stride, zero-stride, read-only); mixed-dtype pairs and
-weak Python scalars follow SPEC §3 promotion; reductions over dims/keepdim.
+weak Python scalars follow docs/dtypes.md promotion; reductions over dims/keepdim.
 Backward: float64 gradients against the NumPy gradient references (which are
 themselves checked by central finite differences), pylucid.autograd.gradcheck
 and gradgradcheck with broadcasting, and gradients in every floating dtype
@@ -12,7 +12,7 @@ Exactness: every elementwise result is bit-identical to NumPy computed in the
 result dtype (float16 and ml_dtypes' bfloat16 compute through float32 and
 round once, as pylucid does), except that NaNs are compared as NaN (payload
 and sign of a NaN produced by arithmetic are not part of the contract) and
-SPEC §1's signed-zero tie of minimum/maximum (a's bits; asserted explicitly).
+docs/semantics.md's signed-zero tie of minimum/maximum (a's bits; asserted explicitly).
 Sums and means use tolerances for floats (blocked summation order) and are
 exact for integers.
 """
@@ -77,7 +77,7 @@ def assert_same_values(actual: np.ndarray, expected: np.ndarray, exact_bits: boo
 
 
 def check_minmax_vs_numpy(info: T.OpInfo, a: np.ndarray, b: np.ndarray, y: np.ndarray, rd: str) -> None:
-    """minimum/maximum equal NumPy bit for bit except SPEC §1's signed-zero
+    """minimum/maximum equal NumPy bit for bit except docs/semantics.md's signed-zero
     tie: there pylucid returns a's bits (NumPy may return b's); the values
     still compare equal."""
     npd = T.NP_OF[rd]
@@ -228,7 +228,7 @@ def test_binary_weak_scalars(info, dt, scalar):
 )
 @pytest.mark.parametrize("name", ["minimum", "maximum", "add", "mul"])
 def test_promotion_examples_from_spec(name, a, b, want):
-    """SPEC §3's examples, spelled out (both argument orders)."""
+    """docs/dtypes.md's examples, spelled out (both argument orders)."""
     op = T.OPS_BY_NAME[name].op
     assert op(a, b).dtype is T.PL_OF[want]
     assert op(b, a).dtype is T.PL_OF[want]
@@ -332,7 +332,7 @@ def test_reduction_forward(info, dt, shape):
 
 @pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16", "float64", "int32"])
 def test_sum_is_deterministic_across_threads(dt):
-    """SPEC §2: the same inputs give bit-identical sums for any thread count."""
+    """docs/semantics.md: the same inputs give bit-identical sums for any thread count."""
     rng = rng_for("det", dt)
     a = T.sample((513, 1031), dt, rng)
     prev = pylucid.get_num_threads()
@@ -352,7 +352,7 @@ def test_sum_is_deterministic_across_threads(dt):
 @pytest.mark.parametrize("dt", T.FLOAT_NAMES)
 def test_half_sums_accumulate_in_float32(dt):
     """1 + 4096 tiny values: a float16/bfloat16 accumulator would lose every
-    one of them; float32 accumulation keeps them (SPEC §2)."""
+    one of them; float32 accumulation keeps them (docs/semantics.md)."""
     small = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24, "float64": 2.0**-53}[dt]
     x = np.full(4097, small, dtype=np.float64)
     x[0] = 1.0

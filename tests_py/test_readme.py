@@ -104,3 +104,20 @@ def test_readme_go_example_is_a_go_example_test() -> None:
     assert [line for line in body_code if line in code] == code, (code, body)
     printed = re.search(r"// (\[.*\])$", lines[-1])
     assert printed and ("// Output:" in m.group(1)) and ("// " + printed.group(1)) in body[body.index("// Output:"):]
+
+
+SOURCE_SUFFIXES = {".py", ".go", ".c", ".h", ".md", ".toml", ".sh", ".in"}
+OUTSIDE = ("../shared", "SPEC.md", "DESIGN.md", "SPEC §", "SPEC\u00a0§", "DESIGN rule")
+
+
+def test_no_source_file_cites_documents_outside_the_repository() -> None:
+    """Comments and docs cite docs/, which ships with the code; users never
+    see the design notes the project was started from."""
+    files = [p for p in ROOT.rglob("*") if p.is_file() and (p.suffix in SOURCE_SUFFIXES or p.parent.name == ".ci")
+             and not any(part in ("build", "_native", ".git", "node_modules") or part.endswith(".egg-info")
+                         for part in p.relative_to(ROOT).parts)
+             and p != pathlib.Path(__file__).resolve()]
+    assert len(files) > 100  # the walk found the tree
+    offenders = ["%s: %s" % (p.relative_to(ROOT), word) for p in files for word in OUTSIDE
+                 if word in p.read_text(errors="replace")]
+    assert not offenders, offenders

@@ -1,4 +1,4 @@
-"""Threads (SPEC §8, §2 determinism): calls release the GIL, many Python
+"""Threads (docs/interop.md; determinism: docs/semantics.md): calls release the GIL, many Python
 threads may run ops and backward at once, and results do not depend on the
 number of worker threads."""
 

@@ -1,5 +1,5 @@
 """Zero-copy exchange with NumPy and the "never write into an input" rule
-(SPEC §6, §3 big-endian, §5 .numpy() on tensors that require grad)."""
+(docs/interop.md; big-endian: docs/dtypes.md; .numpy() on tensors that require grad: docs/autograd.md)."""
 
 from __future__ import annotations
 
