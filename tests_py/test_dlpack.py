@@ -21,6 +21,9 @@ from pylucid import dlpack as dl
 _get_name = ctypes.pythonapi["PyCapsule_GetName"]
 _get_name.restype = ctypes.c_char_p
 _get_name.argtypes = [ctypes.py_object]
+_get_pointer = ctypes.pythonapi["PyCapsule_GetPointer"]
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
 def capsule_name(c):
@@ -127,7 +130,7 @@ def test_versioned_capsule_when_asked():
 
 def _managed(capsule, versioned):
     name = b"dltensor_versioned" if versioned else b"dltensor"
-    p = dl._capsule_get_pointer(capsule, name)
+    p = _get_pointer(capsule, name)
     return dl.ffi.cast("DLManagedTensorVersioned *" if versioned else "DLManagedTensor *", p)
 
 
@@ -265,6 +268,25 @@ def test_errors_release_the_producer():
         pylucid.from_dlpack(c)
     with pytest.raises(TypeError, match="__dlpack__"):
         pylucid.from_dlpack([1.0, 2.0])
+
+
+def test_taking_a_capsule_renames_it_and_refuses_other_capsules():
+    # The C extension checks the capsule's name, takes its pointer and renames
+    # it "used_..." (the DLPack protocol); other capsules are left untouched.
+    for max_version, name in ((None, "dltensor"), ((1, 0), "dltensor_versioned")):
+        c = np.arange(3.0).__dlpack__(max_version=max_version)
+        t = pylucid.from_dlpack(c)
+        assert capsule_name(c) == "used_" + name
+        np.testing.assert_array_equal(t.numpy(), [0.0, 1.0, 2.0])
+        with pytest.raises(BufferError, match="already consumed"):
+            pylucid.from_dlpack(c)
+    import datetime
+    other = datetime.datetime_CAPI
+    with pytest.raises(TypeError, match="not a DLPack capsule"):
+        pylucid.from_dlpack(other)
+    assert capsule_name(other) == "datetime.datetime_CAPI"
+    with pytest.raises(TypeError):
+        dl._hot.dlpack_take(object())  # not a capsule at all: a clear error, never a crash
 
 
 class GPUThing:

@@ -75,16 +75,24 @@ def test_a_consumer_that_raises_after_taking_the_capsule_keeps_its_exception(ver
     """ % versioned)
 
 
-def test_the_python_destructor_masked_it() -> None:
-    # The ctypes destructor (used only without the C extension) runs Python
-    # code with the consumer's exception set and loses it: the case above
-    # fails there, which is why exports use _hot.dlpack_capsule.
+def test_without_the_c_extension_dlpack_raises_a_clear_error() -> None:
+    # Capsules are made and taken only in C (_hot.c): a Python destructor
+    # would run with the consumer's exception set and mask it (SystemError).
+    # Without the extension (ABI mode), DLPack says so plainly.
     out = _run("""
         t = pylucid.tensor([1.0, 2.0])
-        got = caught(lambda: drop_while_raising(t.__dlpack__, ValueError("boom")))
-        print(got[0].__name__)
+        for fn in (t.__dlpack__, lambda: t.__dlpack__(max_version=(1, 0)), lambda: np.from_dlpack(t),
+                   lambda: pylucid.from_dlpack(np.arange(3.0)),
+                   lambda: pylucid.from_dlpack(np.arange(3.0).__dlpack__())):
+            got = caught(fn)
+            assert got[0] is RuntimeError and "compiled extension" in got[1], got
+        got = caught(lambda: drop_while_raising(lambda: pylucid.tensor([1.0]), ValueError("boom")))
+        assert got == (ValueError, "boom"), got
+        gc.collect()
+        assert pylucid._stats()["dlpack"] == 0, pylucid._stats()
+        print("ok")
     """, c_destructor=False)
-    assert out.strip() == "SystemError"
+    assert out.strip() == "ok"
 
 
 def test_tensors_and_nodes_dropped_while_raising_keep_the_exception() -> None:

@@ -640,6 +640,49 @@ static PyObject *hot_dlpack_capsule(PyObject *mod, PyObject *args) {
     return c;
 }
 
+/* dlpack_take(capsule): takes a producer's DLPack capsule for from_dlpack
+ * (docs/interop.md). Returns (address of the managed tensor, versioned)
+ * after renaming the capsule "used_dltensor[_versioned]", which tells the
+ * producer's destructor the consumer now owns the managed tensor and will
+ * call its deleter. Raises TypeError for an object that is not a DLPack
+ * capsule and BufferError for one already consumed; the capsule is left
+ * untouched then. */
+static PyObject *hot_dlpack_take(PyObject *mod, PyObject *capsule) {
+    (void)mod;
+    int versioned;
+    if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+        versioned = 1;
+    } else if (PyCapsule_IsValid(capsule, "dltensor")) {
+        versioned = 0;
+    } else if (PyCapsule_IsValid(capsule, "used_dltensor_versioned") ||
+               PyCapsule_IsValid(capsule, "used_dltensor")) {
+        PyErr_SetString(PyExc_BufferError, "pylucid.from_dlpack: this DLPack capsule was already consumed; "
+                                           "call __dlpack__() again for a new one");
+        return NULL;
+    } else {
+        PyErr_SetString(PyExc_TypeError, "pylucid.from_dlpack: not a DLPack capsule (its name is neither "
+                                         "\"dltensor\" nor \"dltensor_versioned\")");
+        return NULL;
+    }
+    void *p = PyCapsule_GetPointer(capsule, versioned ? "dltensor_versioned" : "dltensor");
+    if (p == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_BufferError, "pylucid.from_dlpack: the DLPack capsule holds a NULL tensor");
+        }
+        return NULL;
+    }
+    PyObject *out = Py_BuildValue("(KO)", (unsigned long long)(uintptr_t)p, versioned ? Py_True : Py_False);
+    if (out == NULL) {
+        return NULL; /* the capsule is still the producer's */
+    }
+    if (PyCapsule_SetName(capsule, versioned ? "used_dltensor_versioned" : "used_dltensor")) {
+        Py_DECREF(out);
+        PyErr_SetString(PyExc_BufferError, "pylucid.from_dlpack: could not take ownership of the DLPack capsule");
+        return NULL;
+    }
+    return out;
+}
+
 /* init(tensor_type, by_code, state, raise_status, drain, fallback_binary, fallback_reduce, kinds):
  * kinds is a bytes object, one byte per op id: 'b' a binary op, 'r' a
  * reduction, anything else an op these calls do not take. */
@@ -690,6 +733,8 @@ static PyMethodDef hot_methods[] = {
     {"set_pinned", hot_set_pinned, METH_O, "set_pinned(d): where records the library may still need wait."},
     {"release", hot_release, METH_O, "release(t): lets go of t's handle as dropping t would (t._h becomes 0)."},
     {"mark_forked", hot_mark_forked, METH_NOARGS, "Stops all calls into the library (this is a forked child)."},
+    {"dlpack_take", hot_dlpack_take, METH_O,
+     "dlpack_take(capsule): (address of the managed tensor, versioned); renames the capsule \"used_...\"."},
     {"dlpack_capsule", hot_dlpack_capsule, METH_VARARGS,
      "dlpack_capsule(managed, versioned): a DLPack capsule owning the managed tensor at that address."},
     {NULL, NULL, 0, NULL},

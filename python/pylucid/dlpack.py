@@ -21,7 +21,6 @@ Only CPU memory is exchanged; other devices raise ``BufferError``.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 from typing import Any, Optional, Tuple, Union
 
@@ -43,11 +42,6 @@ KDL_CPU: int = lib.LUCID_DL_CPU
 
 _FLAG_READ_ONLY = lib.LUCID_DL_FLAG_READ_ONLY
 
-_VERSIONED = b"dltensor_versioned"
-_LEGACY = b"dltensor"
-_USED_VERSIONED = b"used_dltensor_versioned"
-_USED_LEGACY = b"used_dltensor"
-
 # DLPack (code, bits) of each dtype, and back.
 _KDL_INT, _KDL_UINT, _KDL_FLOAT = lib.LUCID_DL_INT, lib.LUCID_DL_UINT, lib.LUCID_DL_FLOAT
 _KDL_BFLOAT, _KDL_BOOL = lib.LUCID_DL_BFLOAT, lib.LUCID_DL_BOOL
@@ -68,25 +62,17 @@ _DEVICE_NAMES = {1: "kDLCPU", 2: "kDLCUDA", 3: "kDLCUDAHost", 4: "kDLOpenCL", 7:
                  10: "kDLROCM", 13: "kDLCUDAManaged", 14: "kDLOneAPI"}
 
 
-# ---- the CPython capsule API, through ctypes ----
-
-def _capi(name: str, restype: Any, argtypes: list[Any]) -> Any:
-    # pythonapi[name] is a fresh function object: setting its argtypes here
-    # cannot disturb another library that uses ctypes.pythonapi.<name>.
-    f = ctypes.pythonapi[name]
-    f.restype = restype
-    f.argtypes = argtypes
-    return f
+# ---- capsules: in the C extension (_hot.c) ----
 
 
-_capsule_new = _capi("PyCapsule_New", ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p])
-_capsule_is_valid = _capi("PyCapsule_IsValid", ctypes.c_int, [ctypes.py_object, ctypes.c_char_p])
-_capsule_get_pointer = _capi("PyCapsule_GetPointer", ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p])
-_capsule_set_name = _capi("PyCapsule_SetName", ctypes.c_int, [ctypes.py_object, ctypes.c_char_p])
-# The destructor gets a capsule whose reference count is already zero: it
-# must see it as a raw pointer, never as a Python object.
-_raw_is_valid = _capi("PyCapsule_IsValid", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p])
-_raw_get_pointer = _capi("PyCapsule_GetPointer", ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p])
+def _need_hot(what: str) -> Any:
+    """The C extension, which makes and takes DLPack capsules; without it
+    (ABI mode: PYLUCID_LIBRARY set) DLPack is unavailable."""
+    if _hot is None:
+        raise RuntimeError("pylucid: DLPack %s needs pylucid's compiled extension (_hot), which is not loaded "
+                           "(PYLUCID_LIBRARY is set, or the build is incomplete); use Tensor.numpy() and "
+                           "pylucid.from_numpy instead, or unset PYLUCID_LIBRARY" % what)
+    return _hot
 
 
 def _call_deleter(ptr: int, versioned: bool) -> None:
@@ -94,30 +80,6 @@ def _call_deleter(ptr: int, versioned: bool) -> None:
     m = ffi.cast("DLManagedTensorVersioned *" if versioned else "DLManagedTensor *", ptr)
     if m.deleter != ffi.NULL:
         m.deleter(m)
-
-
-def _destroy_capsule(capsule: Optional[int]) -> None:
-    # Runs when a capsule we produced is collected. A consumer renamed it to
-    # "used_..." and owns the managed tensor; otherwise nobody took it and we
-    # delete it here (DLPack: the producer's capsule destructor does that).
-    # Only without the C extension (ABI mode): a Python callback cannot keep
-    # an exception the consumer is raising while it drops the capsule, which
-    # _hot.dlpack_capsule's C destructor does.
-    try:
-        for name, versioned in ((_VERSIONED, True), (_LEGACY, False)):
-            if _raw_is_valid(capsule, name):
-                ptr = _raw_get_pointer(capsule, name)
-                if ptr:
-                    _call_deleter(ptr, versioned)
-                return
-    except BaseException:  # nothing may propagate out of a capsule destructor
-        pass
-
-
-# The C callback stays referenced for the life of the module (capsules may
-# outlive any one call).
-_capsule_destructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_destroy_capsule)
-_DESTRUCTOR_PTR = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
 
 
 def _is_capsule(x: Any) -> bool:
@@ -143,6 +105,7 @@ def to_dlpack(t: Tensor, *, stream: Any = None, max_version: Optional[Tuple[int,
     tensor that requires grad (use ``t.detach()``).
     """
     _lib.check_fork()
+    hot = _need_hot("export")
     if stream is not None:
         raise BufferError("pylucid tensors live on the CPU, which has no streams: stream must be None, got %r"
                           % (stream,))
@@ -158,13 +121,7 @@ def to_dlpack(t: Tensor, *, stream: Any = None, max_version: Optional[Tuple[int,
     if rc:
         raise BufferError(_lib.error_message())
     ptr = int(ffi.cast("uintptr_t", out[0]))
-    if _hot is not None:
-        return _hot.dlpack_capsule(ptr, versioned)  # deletes the managed tensor itself on failure
-    try:
-        return _capsule_new(ptr, _VERSIONED if versioned else _LEGACY, _DESTRUCTOR_PTR)
-    except BaseException:
-        _call_deleter(ptr, versioned)
-        raise
+    return hot.dlpack_capsule(ptr, versioned)  # deletes the managed tensor itself on failure
 
 
 # ---- import ----
@@ -216,20 +173,9 @@ def _borrow(dl: Any, readonly: bool, owner: Releaser) -> Tensor:
 
 def _consume(capsule: Any) -> Tensor:
     """Takes ownership of a DLPack capsule and wraps its memory."""
-    if _capsule_is_valid(capsule, _VERSIONED):
-        versioned = True
-    elif _capsule_is_valid(capsule, _LEGACY):
-        versioned = False
-    elif _capsule_is_valid(capsule, _USED_VERSIONED) or _capsule_is_valid(capsule, _USED_LEGACY):
-        raise BufferError("pylucid.from_dlpack: this DLPack capsule was already consumed; "
-                          "call __dlpack__() again for a new one")
-    else:
-        raise TypeError("pylucid.from_dlpack: not a DLPack capsule")
-    ptr = _capsule_get_pointer(capsule, _VERSIONED if versioned else _LEGACY)
-    if not ptr:
-        raise BufferError("pylucid.from_dlpack: the DLPack capsule holds a NULL tensor")
-    if _capsule_set_name(capsule, _USED_VERSIONED if versioned else _USED_LEGACY):
-        raise BufferError("pylucid.from_dlpack: could not take ownership of the DLPack capsule")
+    # Checks the name ("dltensor[_versioned]"), takes the pointer and renames
+    # the capsule "used_..." (raises TypeError / BufferError otherwise).
+    ptr, versioned = _need_hot("import").dlpack_take(capsule)
     # From here on the managed tensor is ours: its deleter runs exactly once,
     # through the owner, whatever happens next.
     owner = Releaser(functools.partial(_call_deleter, ptr, versioned))
