@@ -68,9 +68,11 @@ const (
 	Div
 	Minimum
 	Maximum
+	FMin // NumPy's fmin: RuleFMin
+	FMax // NumPy's fmax: RuleFMax
 )
 
-var binaryNames = [...]string{"add", "sub", "mul", "div", "minimum", "maximum"}
+var binaryNames = [...]string{"add", "sub", "mul", "div", "minimum", "maximum", "fmin", "fmax"}
 
 // String returns the op's name ("add", "minimum", …).
 func (o BinaryOp) String() string {
@@ -88,6 +90,10 @@ func (o BinaryOp) Rule() (Rule, bool) {
 		return RuleMin, true
 	case Maximum:
 		return RuleMax, true
+	case FMin:
+		return RuleFMin, true
+	case FMax:
+		return RuleFMax, true
 	}
 	return 0, false
 }
@@ -202,6 +208,45 @@ type IBackend interface {
 	Route(r Rule, ga, gb, a, b, g *tensor.Tensor) error
 	// Select writes x where a wins by rule r and y elsewhere into out.
 	Select(r Rule, out, a, b, x, y *tensor.Tensor) error
+
+	// The reductions of the min/max family (amin, amax, argmin, argmax,
+	// min/max over dims) and their gradients. Their layout is Sum's: idx,
+	// vals and g have a's shape with every reduced dim set to 1 (keepdim),
+	// and a slice is the elements of a that reduce into one output, taken
+	// in row-major order of the reduced dims. A position is an element's
+	// index in its slice (0 .. slice size - 1): for a reduction over every
+	// dim, the flat row-major index.
+
+	// ArgReduce folds each slice of a by rule r: the running winner w keeps
+	// its place against the next element x_k iff w wins over x_k by r (so
+	// the first NaN of the slice under RuleMin/RuleMax, else the first
+	// smallest (largest) element; of -0.0 and +0.0 the first). idx (int64)
+	// gets the winner's position; vals, unless nil, its bits (a's dtype).
+	// Slices are never empty (the caller checks). The result is this fold's
+	// whatever the blocking or thread count.
+	ArgReduce(r Rule, vals, idx, a *tensor.Tensor) error
+	// Scatter writes g at each slice's position idx and +0 at every other
+	// position into out, which has the reduced tensor's shape and g's
+	// dtype.
+	Scatter(out, g, idx *tensor.Tensor) error
+	// Gather writes the element at each slice's position idx of x (the
+	// reduced tensor's shape) into out (g's layout, x's dtype). It is
+	// Scatter's transpose.
+	Gather(out, x, idx *tensor.Tensor) error
+
+	// The clamp kernels: clamp(x, lo, hi) is minimum(maximum(x, lo), hi),
+	// i.e. RuleMax between x and lo, then RuleMin between that winner and
+	// hi, so exactly one of x, lo, hi wins at each element. All operands are
+	// broadcast to one shape; x, lo, hi share one dtype.
+
+	// Clamp writes the winner's bits into out (x's dtype).
+	Clamp(out, x, lo, hi *tensor.Tensor) error
+	// ClampRoute writes g into the winner's gradient (gx, glo or ghi) and
+	// +0 into the other two (g's dtype).
+	ClampRoute(gx, glo, ghi, x, lo, hi, g *tensor.Tensor) error
+	// ClampSelect writes the winner's value operand (dx, dlo or dhi) into
+	// out (their dtype): ClampRoute's transpose.
+	ClampSelect(out, x, lo, hi, dx, dlo, dhi *tensor.Tensor) error
 }
 
 // Threaded is an optional capability: a backend whose kernels use goroutines.
