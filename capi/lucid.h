@@ -248,6 +248,26 @@ int lucid_node_next(int64_t node, int64_t *nodes, int32_t *outputs, int32_t cap,
  * and a job in meta[0]. */
 int lucid_op(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int64_t *attrs, int32_t n_attrs,
              int32_t mode, int64_t *meta);
+/* lucid_op for every op, with out= and several outputs: runs op_id on inputs
+ * (a 0 handle is an absent optional input: clamp's missing bound) and fills
+ * one meta block of LUCID_META_LEN values per output (min and max over a
+ * dim have two: values, indices), so meta holds outputs * LUCID_META_LEN
+ * values. outs, unless NULL, holds n_outs (the op's output count) handles:
+ * a tensor to write that output into (out=, docs/semantics.md), or 0 for a
+ * fresh one; a block whose output went into outs[i] has handle 0 (the
+ * caller keeps its own). out= rules: exactly the result's shape
+ * (LUCID_EVALUE) and dtype (LUCID_ETYPE), writable, no zero strides, no
+ * memory shared with an input except being that input (in place) and none
+ * with another out; a call that would record a graph fails (LUCID_ERUNTIME).
+ * On error no out was written. At most 4 outputs. */
+int lucid_op_n(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int64_t *attrs, int32_t n_attrs,
+               const int64_t *outs, int32_t n_outs, int32_t mode, int64_t *meta);
+/* Forward mode: runs op_id as lucid_op_n does (no out=) and pushes
+ * tangents (one handle per input, 0: zero; each of its input's shape) through
+ * it. meta receives 2 * outputs blocks: the outputs, then one tangent per
+ * output (handle 0: a zero tangent, or an integer output). */
+int lucid_op_jvp(int32_t op_id, const int64_t *inputs, const int64_t *tangents, int32_t n_inputs,
+                 const int64_t *attrs, int32_t n_attrs, int32_t mode, int64_t *meta);
 /* Waits up to ms milliseconds (ms <= 0: not at all) for a job. While it runs:
  * LUCID_PENDING. Once it has ended, the job is gone and this returns what the
  * call that started it would have: LUCID_OK with its result in meta, or its

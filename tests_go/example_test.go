@@ -2,6 +2,7 @@ package tests_go
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/ops"
@@ -50,3 +51,50 @@ func Example_broadcasting() {
 	// [2 1] [1 2]
 	// [3] [0 1 2]
 }
+
+// Amax over a dim: each row's first largest element wins (the first NaN
+// where there is one) and gets the whole gradient, however many tie.
+func Example_amax() {
+	x, _ := tensor.FromFloat64s(dtype.Float64, []int{2, 3}, []float64{2, 7, 7, 1, math.NaN(), math.NaN()})
+	_ = x.SetRequiresGrad(true)
+
+	y, _ := ops.Amax(nil, x, []int{1}, false)
+	i, _ := ops.Argmax(nil, x, ptr(1), false)
+	loss, _ := ops.Sum(nil, y, nil, false)
+	_ = ops.Backward(nil, []*tensor.Tensor{loss}, nil, false, false)
+
+	fn, _ := y.GradFn()
+	fmt.Println(fn.Name())
+	fmt.Println(y.Float64s(), i.Int64s())
+	fmt.Println(x.Grad().Float64s())
+	// Output:
+	// AmaxBackward
+	// [7 NaN] [1 1]
+	// [0 1 0 0 1 0]
+}
+
+// Clamp is minimum(maximum(x, lo), hi) in one op: at x == bound the
+// gradient goes to x; a tensor bound gets the gradient where it wins; a nil
+// bound is skipped.
+func Example_clamp() {
+	x, _ := tensor.FromFloat64s(dtype.Float64, []int{4}, []float64{-3, 0, 0.5, 9})
+	lo, _ := tensor.FromFloat64s(dtype.Float64, []int{4}, []float64{-1, 0, 0, 0})
+	hi, _ := tensor.Scalar(dtype.Float64, 1)
+	_ = x.SetRequiresGrad(true)
+	_ = lo.SetRequiresGrad(true)
+
+	y, _ := ops.Clamp(nil, x, lo, hi)
+	loss, _ := ops.Sum(nil, y, nil, false)
+	_ = ops.Backward(nil, []*tensor.Tensor{loss}, nil, false, false)
+
+	fn, _ := y.GradFn()
+	fmt.Println(fn.Name())
+	fmt.Println(y.Float64s())
+	fmt.Println(x.Grad().Float64s(), lo.Grad().Float64s())
+	// Output:
+	// ClampBackward
+	// [-1 0 0.5 1]
+	// [0 1 1 0] [1 0 0 0]
+}
+
+func ptr(i int) *int { return &i }

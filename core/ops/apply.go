@@ -118,28 +118,34 @@ func record(c *Context, s *spec, inputs, outputs, saved []*tensor.Tensor) *node 
 // promote is the result dtype of two operands: wrapped numbers (Python
 // scalars) are weak, and under autocast the op's AmpPolicy applies first.
 func promote(c *Context, s *spec, a, b *tensor.Tensor) dtype.Dtype {
-	ad, bd := a.Dtype(), b.Dtype()
+	return promoteDtypes(c, s, a.Dtype(), a.IsWrappedNumber(), b.Dtype(), b.IsWrappedNumber())
+}
+
+// promoteDtypes is promote on dtypes, aw and bw saying which are weak.
+func promoteDtypes(c *Context, s *spec, ad dtype.Dtype, aw bool, bd dtype.Dtype, bw bool) dtype.Dtype {
 	if c.Autocast.Enabled {
-		var floats []dtype.Dtype
-		for _, t := range []*tensor.Tensor{a, b} {
-			if !t.IsWrappedNumber() && t.Dtype().IsFloat() {
-				floats = append(floats, t.Dtype())
-			}
+		var buf [2]dtype.Dtype
+		floats := buf[:0]
+		if !aw && ad.IsFloat() {
+			floats = append(floats, ad)
 		}
-		if !a.IsWrappedNumber() {
+		if !bw && bd.IsFloat() {
+			floats = append(floats, bd)
+		}
+		if !aw {
 			ad = c.Autocast.CastDtype(s.AmpPolicy, ad, floats)
 		}
-		if !b.IsWrappedNumber() {
+		if !bw {
 			bd = c.Autocast.CastDtype(s.AmpPolicy, bd, floats)
 		}
 	}
 	switch {
-	case a.IsWrappedNumber() && b.IsWrappedNumber():
+	case aw && bw:
 		// Two weak operands: the default dtype of the higher category.
 		return dtype.ScalarDtype(max(ad.Category(), bd.Category()))
-	case a.IsWrappedNumber():
+	case aw:
 		return dtype.PromoteScalar(bd, ad.Category())
-	case b.IsWrappedNumber():
+	case bw:
 		return dtype.PromoteScalar(ad, bd.Category())
 	}
 	return dtype.Promote(ad, bd)

@@ -13,6 +13,13 @@ import (
 // broadcasting, the backend kernel and, when an input requires grad, the
 // node.
 func applyElementwise(c *Context, s *spec, a, b *tensor.Tensor) (*tensor.Tensor, error) {
+	return elementwiseInto(c, s, a, b, nil)
+}
+
+// elementwiseInto is applyElementwise writing into out (nil: a fresh
+// tensor), whose shape and dtype must be the result's (checkOuts has
+// checked the rest of out='s rules).
+func elementwiseInto(c *Context, s *spec, a, b, out *tensor.Tensor) (*tensor.Tensor, error) {
 	c = ctxOr(c)
 	if err := checkInputs(s.Name, a, b); err != nil {
 		return nil, err
@@ -45,8 +52,11 @@ func applyElementwise(c *Context, s *spec, a, b *tensor.Tensor) (*tensor.Tensor,
 	if err != nil {
 		return nil, err
 	}
-	out, err := tensor.Empty(rd, shape)
-	if err != nil {
+	if out == nil {
+		if out, err = tensor.Empty(rd, shape); err != nil {
+			return nil, err
+		}
+	} else if err := checkOutMatches(s, out, shape, rd); err != nil {
 		return nil, err
 	}
 	if err := c.Backend.Binary(s.kernel, out, av, bv); err != nil {

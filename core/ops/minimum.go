@@ -38,10 +38,8 @@ var minimumOp = define(&spec{
 	node:   "MinimumBackward",
 	kernel: backend.Minimum,
 	saves:  savesInputs,
-	vjp: binaryVJP(func(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
-		return route(c, backend.RuleMin, a, b, g)
-	}),
-	jvp: nil,
+	vjp:    selectionVJP(backend.RuleMin),
+	jvp:    selectionJVP(backend.RuleMin),
 })
 
 // MaximumBackward is the mirror of MinimumBackward: a wins iff a >= b or a is
@@ -52,11 +50,75 @@ var maximumOp = define(&spec{
 	node:   "MaximumBackward",
 	kernel: backend.Maximum,
 	saves:  savesInputs,
-	vjp: binaryVJP(func(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
-		return route(c, backend.RuleMax, a, b, g)
-	}),
-	jvp: nil,
+	vjp:    selectionVJP(backend.RuleMax),
+	jvp:    selectionJVP(backend.RuleMax),
 })
+
+// FminBackward is MinimumBackward under NumPy's fmin rule: a wins iff
+// a <= b or b is NaN, so NaN is ignored unless both are NaN (then a's NaN
+// and a's gradient). backend.RuleFMin states the rule; the kernels and the
+// gradient both take it from there.
+var fminOp = define(&spec{
+	OpSchema: OpSchema{Name: "fmin", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+		Kind: Elementwise, Arity: 2, Outputs: 1},
+	node:   "FminBackward",
+	kernel: backend.FMin,
+	saves:  savesInputs,
+	vjp:    selectionVJP(backend.RuleFMin),
+	jvp:    selectionJVP(backend.RuleFMin),
+})
+
+// FmaxBackward: the mirror of FminBackward (a >= b or b is NaN).
+var fmaxOp = define(&spec{
+	OpSchema: OpSchema{Name: "fmax", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+		Kind: Elementwise, Arity: 2, Outputs: 1},
+	node:   "FmaxBackward",
+	kernel: backend.FMax,
+	saves:  savesInputs,
+	vjp:    selectionVJP(backend.RuleFMax),
+	jvp:    selectionJVP(backend.RuleFMax),
+})
+
+// selectionVJP is the gradient of a binary selection by rule r: the output
+// gradient routed to the winner.
+func selectionVJP(r backend.Rule) vjp {
+	return binaryVJP(func(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
+		return route(c, r, a, b, g)
+	})
+}
+
+// selectionJVP is the tangent of a binary selection by rule r: the winner's
+// tangent, bit for bit (the transpose of selectionVJP).
+func selectionJVP(r backend.Rule) jvp {
+	return func(c *Context, k *jvpCall, tangents []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		rd := k.out[0].Dtype()
+		a, err := castInput(c, k.in[0], rd)
+		if err != nil {
+			return nil, err
+		}
+		b, err := castInput(c, k.in[1], rd)
+		if err != nil {
+			return nil, err
+		}
+		x, y, err := tangentsIn(c, rd, tangents[0], tangents[1])
+		if err != nil {
+			return nil, err
+		}
+		t, err := selectBy(c, r, a, b, x, y)
+		return []*tensor.Tensor{t}, err
+	}
+}
+
+// Fmin returns NumPy's fmin of a and b with broadcasting: y_i is a_i when
+// a_i <= b_i or b_i is NaN, else b_i (a NaN only when both are).
+func Fmin(c *Context, a, b *tensor.Tensor) (*tensor.Tensor, error) {
+	return applyElementwise(c, fminOp, a, b)
+}
+
+// Fmax returns NumPy's fmax of a and b: a_i when a_i >= b_i or b_i is NaN.
+func Fmax(c *Context, a, b *tensor.Tensor) (*tensor.Tensor, error) {
+	return applyElementwise(c, fmaxOp, a, b)
+}
 
 // Minimum returns the elementwise minimum of a and b with NumPy broadcasting:
 // y_i is a_i when a_i <= b_i or a_i is NaN, else b_i (bit for bit). Its

@@ -74,9 +74,12 @@ const (
 // no closure.
 type vjp func(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error)
 
-// A jvp maps the input tangents (nil: zero) to the output tangents, for
-// forward-mode autodiff. No op has one yet.
-type jvp func(c *Context, attr any, primals, tangents []*tensor.Tensor) ([]*tensor.Tensor, error)
+// A jvp maps the input tangents (nil: zero) to the output tangents (nil:
+// zero), for forward mode (CallJvp): k holds the call's inputs, outputs,
+// attributes and what its forward left for it. An output tangent may have
+// any shape that broadcasts to its output's and any floating dtype:
+// CallJvp expands and casts it.
+type jvp func(c *Context, k *jvpCall, tangents []*tensor.Tensor) ([]*tensor.Tensor, error)
 
 // spec is the one record of an op: everything the trampolines, the node and
 // the generic entry Call need to know about it.
@@ -93,7 +96,13 @@ type spec struct {
 	reduce reduceKernel
 	// call runs a View op (or a unary elementwise op with attributes) for
 	// Call.
-	call  func(c *Context, a *tensor.Tensor, attrs []int64) (*tensor.Tensor, error)
+	call func(c *Context, a *tensor.Tensor, attrs []int64) (*tensor.Tensor, error)
+	// forward runs an op the generic trampolines do not cover (clamp, the
+	// selecting reductions): the outputs, and aux, what its jvp needs
+	// beyond inputs and outputs (the winners' positions).
+	forward func(c *Context, s *spec, in []*tensor.Tensor, attrs []int64) (out []*tensor.Tensor, aux any, err error)
+	// rule is the selection rule of the min/max family's members.
+	rule  backend.Rule
 	saves Saves
 	vjp   vjp
 	jvp   jvp
@@ -171,6 +180,16 @@ func Call(c *Context, id int, in []*tensor.Tensor, attrs []int64) (*tensor.Tenso
 	s := byID[id]
 	if len(in) != s.Arity {
 		return nil, errs.Valuef("%s takes %d inputs, got %d", s.Name, s.Arity, len(in))
+	}
+	if s.forward != nil {
+		if s.Outputs != 1 {
+			return nil, errs.Valuef("%s has %d outputs: use CallN", s.Name, s.Outputs)
+		}
+		out, _, err := s.forward(c, s, in, attrs)
+		if err != nil {
+			return nil, err
+		}
+		return out[0], nil
 	}
 	switch {
 	case s.Kind == Elementwise && s.call == nil:

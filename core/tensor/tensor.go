@@ -463,3 +463,46 @@ func (t *Tensor) Detach() *Tensor {
 	// allocation, which holds t's graph.
 	return t.view(t.shape, t.strides, t.offset)
 }
+
+// Aliasing says how two tensors' memory relates (see Alias).
+type Aliasing uint8
+
+// The relations Alias reports.
+const (
+	Disjoint  Aliasing = iota // no byte in common
+	Identical                 // the same elements: address, dtype, shape and strides (one element's worth of bytes, for 0-d)
+	Partial                   // some bytes in common, laid out differently
+)
+
+// Alias reports whether a and b address the same memory: by address, so
+// two tensors borrowing one host buffer separately are seen to alias. An
+// in-place update may write a tensor that is Identical to an input; a
+// Partial overlap would read elements already overwritten.
+func Alias(a, b *Tensor) (Aliasing, error) {
+	if a.Numel() == 0 || b.Numel() == 0 {
+		return Disjoint, nil
+	}
+	alo, ahi, err := a.span()
+	if err != nil {
+		return Partial, err
+	}
+	blo, bhi, err := b.span()
+	if err != nil {
+		return Partial, err
+	}
+	pa, pb := uintptr(a.storage.Pointer()), uintptr(b.storage.Pointer())
+	asz, bsz := uintptr(a.dtype.Size()), uintptr(b.dtype.Size())
+	aStart, aEnd := pa+uintptr(alo)*asz, pa+uintptr(ahi)*asz+asz
+	bStart, bEnd := pb+uintptr(blo)*bsz, pb+uintptr(bhi)*bsz+bsz
+	if aEnd <= bStart || bEnd <= aStart {
+		return Disjoint, nil
+	}
+	if a.dtype == b.dtype && a.DataPointer() == b.DataPointer() && SameShape(a.shape, b.shape) &&
+		SameShape(a.strides, b.strides) {
+		return Identical, nil
+	}
+	return Partial, nil
+}
+
+// ReadOnly reports whether t's memory was borrowed read-only.
+func (t *Tensor) ReadOnly() bool { return t.storage.ReadOnly() }

@@ -56,6 +56,8 @@ static PyObject *drain;            /* drain(): forget what the library handed ba
 static PyObject *fallback_binary;  /* binary(op, a, b) in Python */
 static PyObject *fallback_reduce;  /* reduce(op, a, None, keepdim) in Python */
 static PyObject *pinned;           /* dict: function id -> record kept for the library (set_pinned) */
+static int forward_levels;         /* forward-mode levels open in any thread (set_forward): then the
+                                      Python path runs every op, to push tangents (autograd.jvp) */
 
 /* What each lucid_op id is, from the exported schemas (init): binary takes
  * only OP_BINARY ids, reduce_all only OP_REDUCTION ones. */
@@ -379,7 +381,7 @@ static PyObject *hot_binary(PyObject *mod, PyObject *args, PyObject *kwargs) {
         return PyObject_Call(fallback_binary, args, kwargs);
     }
     PyObject *op = PyTuple_GetItem(args, 0), *a = PyTuple_GetItem(args, 1), *b = PyTuple_GetItem(args, 2);
-    if (forked || !is_tensor(a) || !is_tensor(b)) {
+    if (forked || forward_levels || !is_tensor(a) || !is_tensor(b)) {
         return PyObject_CallObject(fallback_binary, args);
     }
     int32_t code, mode;
@@ -436,7 +438,7 @@ static PyObject *hot_reduce_all(PyObject *mod, PyObject *args) {
         return NULL;
     }
     PyObject *op = PyTuple_GetItem(args, 0), *a = PyTuple_GetItem(args, 1), *keep = PyTuple_GetItem(args, 2);
-    if (forked || !is_tensor(a)) {
+    if (forked || forward_levels || !is_tensor(a)) {
         return PyObject_CallFunctionObjArgs(fallback_reduce, op, a, Py_None, keep, NULL);
     }
     int keepdim = PyObject_IsTrue(keep);
@@ -539,6 +541,17 @@ static PyObject *hot_pending(PyObject *mod, PyObject *unused) {
 }
 
 /* set_pinned(d): the dict in which records still needed by the library wait. */
+/* set_forward(n): the number of forward-mode levels open (0: none). */
+static PyObject *hot_set_forward(PyObject *mod, PyObject *n) {
+    (void)mod;
+    long v = PyLong_AsLong(n);
+    if (v == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    forward_levels = (int)v;
+    Py_RETURN_NONE;
+}
+
 static PyObject *hot_set_pinned(PyObject *mod, PyObject *d) {
     (void)mod;
     if (!PyDict_Check(d)) {
@@ -722,7 +735,7 @@ static PyMethodDef hot_methods[] = {
     {"init", hot_init, METH_VARARGS, "Registers the Python side (called once by pylucid.tensor)."},
     {"binary", (PyCFunction)(void (*)(void))hot_binary, METH_VARARGS | METH_KEYWORDS,
      "binary(op, a, b): the op on two Tensors (others: the Python path)."},
-    {"reduce_all", hot_reduce_all, METH_VARARGS, "reduce_all(op, a, keepdim): sum/mean over all dims."},
+    {"reduce_all", hot_reduce_all, METH_VARARGS, "reduce_all(op, a, keepdim): a one-output reduction over all dims."},
     {"grad", hot_grad, METH_O, "grad(t): the accumulated gradient of t, or None."},
     {"backward_run", hot_backward_run, METH_O,
      "backward_run(t): the common backward call; None, or a Run stopped at a Python Function."},
@@ -730,6 +743,7 @@ static PyMethodDef hot_methods[] = {
     {"flush", hot_flush, METH_NOARGS, "Releases the handles of dropped tensors waiting in the batch."},
     {"pending", hot_pending, METH_NOARGS, "How many dropped tensors' handles wait in the batch."},
     {"gc_started", hot_gc_started, METH_NOARGS, "Called as each collection starts (gc.callbacks)."},
+    {"set_forward", hot_set_forward, METH_O, "set_forward(n): forward-mode levels open (the Python path runs ops)."},
     {"set_pinned", hot_set_pinned, METH_O, "set_pinned(d): where records the library may still need wait."},
     {"release", hot_release, METH_O, "release(t): lets go of t's handle as dropping t would (t._h becomes 0)."},
     {"mark_forked", hot_mark_forked, METH_NOARGS, "Stops all calls into the library (this is a forked child)."},

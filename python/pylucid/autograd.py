@@ -20,7 +20,8 @@ from ._lib import ffi, lib, raise_status
 from ._state import MODE_GRAD, is_grad_enabled, state
 from ._state import set_grad_enabled as _set_grad
 from ._runtime import _hot, functions, records
-from .tensor import Tensor, as_tensor, from_handle, zeros
+from .tensor import Tensor, as_tensor, from_handle, set_forward_level, tangent_of, zeros
+from .tensor import _fw as _forward_state
 from .tensor import late as _tensor_late
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "gradcheck",
     "gradgradcheck",
     "GradcheckError",
+    "jvp",
     "no_grad",
     "enable_grad",
     "set_grad_enabled",
@@ -361,14 +363,31 @@ class Function:
     @classmethod
     def apply(cls, *args: Any) -> Any:
         """Runs ``forward`` and, when an input requires grad, records a node
-        whose backward is this class's ``backward``."""
+        whose backward is this class's ``backward``. Inside
+        :func:`jvp`, an input with a tangent calls the class's
+        ``jvp(ctx, *tangents)`` (one tangent per argument, None for
+        non-tensors and inputs without one) for the outputs' tangents; a
+        class without ``jvp`` raises NotImplementedError."""
         _lib.check_fork()
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
-        with no_grad():
-            result = cls.forward(ctx, *args)
+        level = _forward_state.level
+        tangents = [tangent_of(a) for a in args] if level is not None else []
+        forward_mode = any(t is not None for t in tangents)
+        if forward_mode and getattr(cls, "jvp", None) is None:
+            raise NotImplementedError("%s has no jvp(ctx, *tangents) staticmethod: it cannot be used in forward mode "
+                                      "(pylucid.autograd.jvp)" % cls.__name__)
+        prev = set_forward_level(None) if level is not None else None  # forward's own ops push no tangents
+        try:
+            with no_grad():
+                result = cls.forward(ctx, *args)
+        finally:
+            if level is not None:
+                set_forward_level(prev)
         single = not isinstance(result, tuple)
         outs = [as_tensor(o) for o in ((result,) if single else result)]
+        if forward_mode:
+            outs = _function_jvp(cls, ctx, outs, tangents, level)
         if is_grad_enabled() and any(ctx.needs_input_grad):
             outs = [o.detach() for o in outs]  # fresh tensors to carry this node
             global _max_outputs
@@ -393,6 +412,90 @@ class Function:
                 if o._rg and _hot is not None:
                     o._fn = record  # the outputs own the record (see tensor.records)
         return outs[0] if single else tuple(outs)
+
+
+def _function_jvp(cls: "type[Function]", ctx: FunctionCtx, outs: list[Tensor], tangents: list[Optional[Tensor]],
+                  level: Any) -> list[Tensor]:
+    """Runs cls.jvp for a Function call in forward mode and records the
+    outputs' tangents in the level."""
+    prev = set_forward_level(None)
+    try:
+        with no_grad():
+            res = cls.jvp(ctx, *tangents)  # type: ignore[attr-defined]
+    finally:
+        set_forward_level(prev)
+    res_t = res if isinstance(res, tuple) else (res,)
+    if len(res_t) != len(outs):
+        raise RuntimeError("%s.jvp returned %d tangents for %d outputs" % (cls.__name__, len(res_t), len(outs)))
+    outs = [o if o not in outs[:i] else o.detach() for i, o in enumerate(outs)]
+    for o, t in zip(outs, res_t):
+        if t is not None:
+            level[id(o)] = (o, _check_tangent(as_tensor(t), o, "%s.jvp" % cls.__name__))
+    return outs
+
+
+# ---- forward mode ----
+
+
+def _check_tangent(t: Tensor, p: Tensor, what: str) -> Tensor:
+    if t.shape != p.shape:
+        raise ValueError("%s: a tangent has shape %s, but its primal has shape %s" % (what, t.shape, p.shape))
+    if not p.dtype.is_floating_point:
+        raise TypeError("%s: a primal of dtype %s cannot have a tangent (only floating tensors)" % (what, p.dtype))
+    return t.detach() if t.dtype == p.dtype else t.detach().to(p.dtype)
+
+
+def jvp(fn: Callable[..., Any], primals: Union[Tensor, Sequence[Tensor]],
+        tangents: Union[Any, Sequence[Any]]) -> Tuple[Any, Any]:
+    """Forward mode: ``(fn(*primals), J·tangents)``.
+
+    ``primals`` and ``tangents`` are a Tensor each, or sequences of the same
+    length (a tangent: a Tensor or array of its primal's shape; its primal
+    must be floating). Each op that ``fn`` calls pushes the tangents forward
+    with its own rule (for the min/max family an output's tangent is its
+    winner's tangent, bit for bit: the exact transpose of the backward). The
+    output tangents have the structure of ``fn``'s result (a Tensor, or a
+    tuple/list of them); an output that does not depend on the primals, or
+    an integer output, gets zeros. A :class:`Function` used inside needs a
+    ``jvp(ctx, *tangents)`` staticmethod.
+    """
+    _lib.check_fork()
+    single = isinstance(primals, Tensor)
+    ps = [cast(Tensor, primals)] if single else list(cast(Sequence[Tensor], primals))
+    if isinstance(tangents, (list, tuple)):
+        ts = list(tangents)
+    else:
+        ts = [tangents]
+    if len(ps) != len(ts):
+        raise ValueError("jvp: %d primals but %d tangents" % (len(ps), len(ts)))
+    level: dict[int, Tuple[Tensor, Tensor]] = {}
+    for p, t in zip(ps, ts):
+        if not isinstance(p, Tensor):
+            raise TypeError("jvp: primals must be Tensors, got %s" % type(p).__name__)
+        level[id(p)] = (p, _check_tangent(as_tensor(t), p, "jvp"))
+    prev = set_forward_level(level)
+    try:
+        out = fn(*ps)
+    finally:
+        set_forward_level(prev)
+
+    def tangent(o: Any) -> Any:
+        if not isinstance(o, Tensor):
+            raise TypeError("jvp: fn must return a Tensor or a tuple/list of Tensors, got %s" % type(o).__name__)
+        e = level.get(id(o))
+        if e is not None and e[0] is o:
+            return e[1]
+        return zeros(o.shape, o.dtype)
+
+    if isinstance(out, tuple):
+        tans: Any = tuple(tangent(o) for o in out)
+        if hasattr(out, "_fields"):  # a named tuple (ops.min/max over a dim)
+            tans = type(out)(*tans)
+    elif isinstance(out, list):
+        tans = [tangent(o) for o in out]
+    else:
+        tans = tangent(out)
+    return out, tans
 
 
 # ---- gradient checks ----

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import enum
 import functools
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Union
+import operator
+import sys
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _lib
-from .tensor import Tensor, as_tensor, binary, reduce, unary
+from .tensor import Tensor, _operand, as_tensor, binary, call_op, late, reduce, reduction_attrs, unary
 
 ArrayLike = Any
 
@@ -114,20 +116,107 @@ _DOCS = {
     "neg": "``-a``.",
     "sum": "Sum over ``dim`` (all dims when None); integers sum to int64.",
     "mean": "Mean over ``dim`` (all dims when None) of a floating tensor.",
+    "fmin": """Elementwise NumPy ``fmin``: NaN is ignored.
+
+    ``y[i] = a[i]`` when ``a[i] <= b[i]`` or ``b[i]`` is NaN, else ``b[i]``;
+    a NaN only where both are (then ``a``'s). Gradient to the operand selected.
+    """,
+    "fmax": """Elementwise NumPy ``fmax``: the mirror of :func:`fmin` (``>=``).""",
+    "amin": """The smallest element over ``dim`` (an int, a tuple, ``()`` for none, None for all).
+
+    Each slice is folded in row-major order: the result is its first NaN if
+    it has one, else its first smallest element (bits included), and that
+    position gets the whole gradient (ties are not split).
+    """,
+    "amax": """The largest element over ``dim``: the mirror of :func:`amin`.""",
 }
 
+# Every op takes out=: a Tensor or writable NumPy array of exactly the
+# result's shape and dtype, written and returned (docs/semantics.md).
 
-def _unary(op: int, a: ArrayLike) -> Tensor:
-    return unary(op, as_tensor(a))
+
+def _unary(op: int, a: ArrayLike, *, out: Any = None) -> Tensor:
+    return unary(op, as_tensor(a), out)
 
 
-def _reduction(op: int, a: ArrayLike, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    return reduce(op, a, dim, keepdim)
+def _reduction(op: int, a: ArrayLike, dim: Dims = None, keepdim: bool = False, *, out: Any = None) -> Tensor:
+    return reduce(op, a, dim, keepdim, out)
+
+
+def _one_dim(dim: Any, name: str) -> Optional[int]:
+    if dim is None:
+        return None
+    if isinstance(dim, (tuple, list)):
+        raise TypeError("%s() takes one dim (an int) or None, got %r" % (name, dim))
+    try:
+        return operator.index(dim)
+    except TypeError:
+        raise TypeError("%s(): dim must be an integer or None, got %s" % (name, type(dim).__name__)) from None
+
+
+def _clamp(op: int, x: ArrayLike, min: Any = None, max: Any = None, *, out: Any = None) -> Tensor:
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must not be None")
+    ins = (as_tensor(x), None if min is None else _operand(min), None if max is None else _operand(max))
+    return call_op(op, ins, (), out, 1)[0]  # type: ignore[no-any-return]
+
+
+def _arg(op: int, x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None) -> Tensor:
+    d = _one_dim(dim, "argmin" if op == _ids["argmin"] else "argmax")
+    return call_op(op, (as_tensor(x),), reduction_attrs(d, keepdim), out, 1)[0]  # type: ignore[no-any-return]
+
+
+class MinMaxResult(NamedTuple):
+    """What :func:`min` and :func:`max` over a dim return (as ``torch.min(x, dim)``)."""
+
+    values: Tensor
+    indices: Tensor
+
+
+def _minmax(op: int, x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False, *,
+            out: Any = None) -> Union[Tensor, MinMaxResult]:
+    name = "min" if op == _ids["min"] else "max"
+    if dim is None:
+        if keepdim:
+            raise TypeError("%s(): keepdim needs a dim" % name)
+        return reduce(_ids["a" + name], x, None, False, out)
+    d = _one_dim(dim, name)
+    v, i = call_op(op, (as_tensor(x),), reduction_attrs(d, keepdim), out, 2)
+    return MinMaxResult(v, i)
+
+
+_ids = {s["name"]: s["id"] for s in _lib.schema_table()}
+
+# Ops whose Python signature is their own (name: implementation, docstring).
+_CUSTOM: Dict[str, Tuple[Callable[..., Any], str]] = {
+    "clamp": (_clamp, """Clamp ``x`` into ``[min, max]``: exactly ``minimum(maximum(x, min), max)``.
+
+    A bound may be None (skipped; not both), a Python number or a tensor
+    broadcasting with ``x``. At ``x == bound`` the gradient goes to ``x``; with
+    ``min > max`` every non-NaN element is ``max``; a NaN ``x`` stays NaN.
+    Bounds that are tensors get gradients where they win. ``clip`` is the
+    same op.
+    """),
+    "argmin": (_arg, """The int64 position of :func:`amin`'s winner along ``dim`` (flat index when None).
+
+    Equal to NumPy's ``argmin``, NaN included (the first NaN wins). No gradient.
+    """),
+    "argmax": (_arg, """The int64 position of :func:`amax`'s winner (see :func:`argmin`)."""),
+    "min": (_minmax, """``min(x)`` is :func:`amin` over all dims; ``min(x, dim)`` returns ``(values, indices)``.
+
+    As ``torch.min(x, dim)``: a :class:`MinMaxResult` of the winners and their
+    int64 positions along ``dim``; the gradient goes to the winners.
+    """),
+    "max": (_minmax, """The mirror of :func:`min`: :func:`amax`, or ``(values, indices)`` over ``dim``."""),
+}
 
 
 def _build(s: Dict[str, Any]) -> Optional[Op]:
     """The public op for schema s (None for an internal op)."""
     name, kind, arity = s["name"], s["kind"], s["arity"]
+    if name in _CUSTOM:
+        fn, doc = _CUSTOM[name]
+        return Op(name, fn, s["id"], doc=doc)
     if kind == "reduction":
         doc = "``%s`` over ``dim`` (all dims when None)." % name
         return Op(name, _reduction, s["id"], doc=_DOCS.get(name, doc))
@@ -148,6 +237,16 @@ div: Op
 neg: Op
 sum: Op
 mean: Op
+fmin: Op
+fmax: Op
+clamp: Op
+clip: Op
+amin: Op
+amax: Op
+argmin: Op
+argmax: Op
+min: Op
+max: Op
 
 _public: List[str] = []
 for _s in _lib.schema_table():
@@ -157,4 +256,8 @@ for _s in _lib.schema_table():
         _public.append(_s["name"])
 del _s, _op
 
-__all__ = ["AmpPolicy", "OpSchema", "schemas"] + _public
+clip = globals()["clamp"]  # the same op (schema "clamp"), under NumPy's name
+_public.append("clip")
+late.ops = sys.modules[__name__]  # Tensor's methods (t.amax(), t.clamp(), ...) call the ops here
+
+__all__ = ["AmpPolicy", "MinMaxResult", "OpSchema", "schemas"] + _public

@@ -5,7 +5,8 @@ from __future__ import annotations
 import gc
 import math
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Tuple, Union
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -598,6 +599,57 @@ class Tensor(_TensorBase):
         _lib.check_fork()
         return _unary_call(NEG, self, ffi.NULL, 0, state.mode)
 
+    # ---- the min/max family (pylucid.ops; PyTorch's method names) ----
+    def minimum(self, other: TensorLike) -> "Tensor":
+        """:func:`pylucid.ops.minimum` of this tensor and ``other``."""
+        return late.ops.minimum(self, other)  # type: ignore[no-any-return]
+
+    def maximum(self, other: TensorLike) -> "Tensor":
+        """:func:`pylucid.ops.maximum` of this tensor and ``other``."""
+        return late.ops.maximum(self, other)  # type: ignore[no-any-return]
+
+    def fmin(self, other: TensorLike) -> "Tensor":
+        """:func:`pylucid.ops.fmin` of this tensor and ``other``."""
+        return late.ops.fmin(self, other)  # type: ignore[no-any-return]
+
+    def fmax(self, other: TensorLike) -> "Tensor":
+        """:func:`pylucid.ops.fmax` of this tensor and ``other``."""
+        return late.ops.fmax(self, other)  # type: ignore[no-any-return]
+
+    def clamp(self, min: Any = None, max: Any = None) -> "Tensor":
+        """:func:`pylucid.ops.clamp` of this tensor."""
+        return late.ops.clamp(self, min, max)  # type: ignore[no-any-return]
+
+    clip = clamp
+
+    def clamp_(self, min: Any = None, max: Any = None) -> "Tensor":
+        """Clamps this tensor in place (``clamp(self, min, max, out=self)``) and returns it."""
+        return late.ops.clamp(self, min, max, out=self)  # type: ignore[no-any-return]
+
+    def amin(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> "Tensor":
+        """:func:`pylucid.ops.amin` over ``dim``."""
+        return late.ops.amin(self, dim, keepdim)  # type: ignore[no-any-return]
+
+    def amax(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> "Tensor":
+        """:func:`pylucid.ops.amax` over ``dim``."""
+        return late.ops.amax(self, dim, keepdim)  # type: ignore[no-any-return]
+
+    def argmin(self, dim: Optional[int] = None, keepdim: bool = False) -> "Tensor":
+        """:func:`pylucid.ops.argmin` along ``dim``."""
+        return late.ops.argmin(self, dim, keepdim)  # type: ignore[no-any-return]
+
+    def argmax(self, dim: Optional[int] = None, keepdim: bool = False) -> "Tensor":
+        """:func:`pylucid.ops.argmax` along ``dim``."""
+        return late.ops.argmax(self, dim, keepdim)  # type: ignore[no-any-return]
+
+    def min(self, dim: Optional[int] = None, keepdim: bool = False) -> Any:
+        """:func:`pylucid.ops.min`: ``amin()``, or ``(values, indices)`` over ``dim``."""
+        return late.ops.min(self, dim, keepdim)
+
+    def max(self, dim: Optional[int] = None, keepdim: bool = False) -> Any:
+        """:func:`pylucid.ops.max`: ``amax()``, or ``(values, indices)`` over ``dim``."""
+        return late.ops.max(self, dim, keepdim)
+
     __array_priority__ = 1000  # NumPy defers `ndarray op Tensor` to us
 
     # ---- DLPack (python/pylucid/dlpack.py) ----
@@ -623,6 +675,7 @@ class _Late:
     run: Callable[..., Any]  # autograd._run
     backward: Callable[..., None]  # autograd.backward
     to_dlpack: Callable[..., Any]  # dlpack.to_dlpack
+    ops: Any  # the pylucid.ops module
 
 
 late = _Late()
@@ -630,6 +683,10 @@ late = _Late()
 
 def _unary_call(op: int, t: "Tensor", attrs: Any, nattrs: int, mode: int) -> "Tensor":
     """lucid_op(op) on one tensor with attrs under mode."""
+    if forward_levels[0] and _fw.level is not None:
+        r = _jvp_op(op, [t], list(attrs) if nattrs else [], 1)
+        if r is not None:
+            return r[0]  # type: ignore[no-any-return]
     buf, mv, inp = _meta_buffer()
     mv[_IN] = t._h
     rc = _lucid_op(op, inp, 1, attrs, nattrs, mode, buf)
@@ -661,7 +718,7 @@ _META_RG = lib.LUCID_META_REQUIRES_GRAD
 _META_PENDING = lib.LUCID_META_PENDING
 
 
-def _py_binary(op: int, a: Any, b: Any) -> Tensor:
+def _py_binary(op: int, a: Any, b: Any, *, out: Any = None) -> Tensor:
     """One C call: op(a, b) with promotion, broadcasting and autograd.
 
     The Python form of the hot path (_hot.binary does the same in C and comes
@@ -674,6 +731,12 @@ def _py_binary(op: int, a: Any, b: Any) -> Tensor:
         _reraise_interrupt()
     ta = a if type(a) is Tensor else _operand(a)
     tb = b if type(b) is Tensor else _operand(b)
+    if out is not None:
+        return call_op(op, (ta, tb), (), out, 1)[0]  # type: ignore[no-any-return]
+    if forward_levels[0] and _fw.level is not None:
+        r = _jvp_op(op, [ta, tb], [], 1)
+        if r is not None:
+            return r[0]  # type: ignore[no-any-return]
     buf, mv, inp = _meta_buffer()
     mv[_IN] = ta._h
     mv[_IN + 1] = tb._h
@@ -683,20 +746,35 @@ def _py_binary(op: int, a: Any, b: Any) -> Tensor:
     return _from_meta(mv)
 
 
-def unary(op: int, t: Tensor) -> Tensor:
+def unary(op: int, t: Tensor, out: Any = None) -> Tensor:
     """The elementwise op whose lucid_op id is op on t."""
     if _lib._forked:
         _lib.check_fork()
     if _interrupted:
         _reraise_interrupt()
+    if out is not None:
+        return call_op(op, (t,), (), out, 1)[0]  # type: ignore[no-any-return]
     return _unary_call(op, t, _NULL, 0, state.mode)
 
 
-def reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool) -> Tensor:
+def reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool, out: Any = None) -> Tensor:
     """The reduction whose lucid_op id is op over dim (all dims when None)."""
+    if out is not None:
+        return call_op(op, (as_tensor(a),), reduction_attrs(dim, keepdim), out, 1)[0]  # type: ignore[no-any-return]
     if dim is None and _hot is not None:
         return _hot_reduce_all(op, a, keepdim)  # type: ignore[no-any-return]
     return _py_reduce(op, a, dim, keepdim)
+
+
+def reduction_attrs(dim: Union[None, int, Sequence[int]], keepdim: bool) -> List[int]:
+    """A reduction's attributes for lucid_op: keepdim, ndims (-1: all dims),
+    dims (lucid.h)."""
+    attrs = [1 if keepdim else 0, -1]
+    if dim is not None:
+        dims = _scalars.index_list(dim, "dim")
+        attrs[1] = len(dims)
+        attrs += dims
+    return attrs
 
 
 def _py_reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool) -> Tensor:
@@ -705,11 +783,11 @@ def _py_reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: b
     if _interrupted:
         _reraise_interrupt()
     ta = a if type(a) is Tensor else as_tensor(a)
-    attrs = [1 if keepdim else 0, -1]  # keepdim, ndims (-1: all), dims (lucid.h, lucid_op)
-    if dim is not None:
-        dims = _scalars.index_list(dim, "dim")
-        attrs[1] = len(dims)
-        attrs += dims
+    attrs = reduction_attrs(dim, keepdim)
+    if forward_levels[0] and _fw.level is not None:
+        r = _jvp_op(op, [ta], attrs, 1)
+        if r is not None:
+            return r[0]  # type: ignore[no-any-return]
     buf, mv, inp = _meta_buffer()
     mv[_IN] = ta._h
     rc = _lucid_op(op, inp, 1, attrs, len(attrs), state.mode | _INTERRUPTIBLE, buf)
@@ -739,7 +817,136 @@ def _await_job(buf: Any) -> int:
         raise
 
 
+# ---- every op: several outputs, out= and forward mode (lucid_op_n, lucid_op_jvp) ----
+
+_LEN = lib.LUCID_META_LEN
+
+
+def _out_handle(o: Any, keep: List[Any]) -> int:
+    """The handle of an out= argument: a Tensor's own, or a tensor borrowing a
+    writable NumPy array's memory as it is (never a converted copy)."""
+    if o is None:
+        return 0
+    if isinstance(o, Tensor):
+        return o._h
+    if isinstance(o, np.ndarray):
+        if not o.flags.writeable:
+            raise ValueError("out is a read-only array")
+        if o.dtype.byteorder not in ("=", "|") or any(st % o.itemsize for st in o.strides):
+            raise ValueError("out must be an array in native byte order with strides that are multiples of its item "
+                             "size, got dtype %s with strides %s" % (o.dtype, o.strides))
+        dt = from_numpy_dtype(o.dtype)
+        ptr = o.__array_interface__["data"][0]
+        t = borrow(ptr, dt, o.shape, [st // o.itemsize for st in o.strides], False, o)
+        keep.append(t)
+        return t._h
+    raise TypeError("out must be a pylucid.Tensor or a numpy.ndarray, got %s" % type(o).__name__)
+
+
+def call_op(op: int, ins: Sequence[Optional["Tensor"]], attrs: Sequence[int], out: Any, nout: int) -> List[Any]:
+    """lucid_op_n: op on ins (None: an absent optional input) with attrs; out
+    is None, or the out= argument (a tuple of nout entries when nout > 1).
+    Returns the outputs: where out gave one, that very object."""
+    if _lib._forked:
+        _lib.check_fork()
+    if _interrupted:
+        _reraise_interrupt()
+    if out is None and forward_levels[0] and _fw.level is not None:
+        r = _jvp_op(op, ins, attrs, nout)
+        if r is not None:
+            return r
+    in_arr = ffi.new("int64_t[]", [0 if t is None else t._h for t in ins])
+    given: Optional[Sequence[Any]] = None
+    outs_arr = _NULL
+    keep: List[Any] = []
+    if out is not None:
+        if nout == 1:
+            given = (out,)
+        elif not isinstance(out, (tuple, list)) or len(out) != nout:
+            raise TypeError("out must be a tuple of %d tensors or arrays" % nout)
+        else:
+            given = tuple(out)
+        outs_arr = ffi.new("int64_t[]", [_out_handle(o, keep) for o in given])
+    meta = ffi.new("int64_t[]", nout * _LEN)
+    attrs_arr = ffi.new("int64_t[]", list(attrs)) if attrs else _NULL
+    rc = _lucid_op_n(op, in_arr, len(ins), attrs_arr, len(attrs), outs_arr, nout if given is not None else 0,
+                     state.mode, meta)
+    if rc:
+        raise_status(rc)
+    mv = memoryview(ffi.buffer(meta)).cast("q")
+    res: List[Any] = []
+    for i in range(nout):
+        if given is not None and given[i] is not None:
+            res.append(given[i])
+        else:
+            res.append(_from_meta(mv[i * _LEN:(i + 1) * _LEN]))
+    return res
+
+
+class _Forward(threading.local):
+    """The calling thread's forward-mode level (autograd.jvp): a dict from
+    id(tensor) to (tensor, tangent), holding both alive while the level is
+    open; None outside jvp."""
+
+    level: Optional[Dict[int, Tuple["Tensor", "Tensor"]]] = None
+
+
+_fw = _Forward()
+# Levels open in any thread: op entry points look at _fw only when it is not
+# 0, and _hot's C path sends calls to them meanwhile (set_forward).
+forward_levels = [0]
+
+
+def tangent_of(t: Any) -> Optional["Tensor"]:
+    """t's tangent in the calling thread's forward-mode level (None: zero)."""
+    lvl = _fw.level
+    if lvl is None or not isinstance(t, Tensor):
+        return None
+    e = lvl.get(id(t))
+    return e[1] if e is not None and e[0] is t else None
+
+
+def _jvp_op(op: int, ins: Sequence[Optional["Tensor"]], attrs: Sequence[int], nout: int) -> Optional[List[Any]]:
+    """Runs op through lucid_op_jvp when an input has a tangent, recording the
+    outputs' tangents in the level; None when no input has one."""
+    ts = [tangent_of(t) for t in ins]
+    if all(t is None for t in ts):
+        return None
+    in_arr = ffi.new("int64_t[]", [0 if t is None else t._h for t in ins])
+    t_arr = ffi.new("int64_t[]", [0 if t is None else t._h for t in ts])
+    meta = ffi.new("int64_t[]", 2 * nout * _LEN)
+    attrs_arr = ffi.new("int64_t[]", list(attrs)) if attrs else _NULL
+    rc = lib.lucid_op_jvp(op, in_arr, t_arr, len(ins), attrs_arr, len(attrs), state.mode, meta)
+    if rc:
+        raise_status(rc)
+    mv = memoryview(ffi.buffer(meta)).cast("q")
+    blocks = [mv[i * _LEN:(i + 1) * _LEN] for i in range(2 * nout)]
+    outs = [_from_meta(b) for b in blocks[:nout]]
+    lvl = _fw.level
+    assert lvl is not None
+    for o, b in zip(outs, blocks[nout:]):
+        if b[0]:
+            lvl[id(o)] = (o, _from_meta(b))
+    return outs
+
+
+def set_forward_level(level: Optional[Dict[int, Tuple["Tensor", "Tensor"]]]) -> Optional[Dict[int, Tuple["Tensor", "Tensor"]]]:
+    """Opens (a dict) or closes (None) the calling thread's forward-mode
+    level; returns the previous one."""
+    prev = _fw.level
+    if (prev is None) != (level is None):
+        with _fw_lock:
+            forward_levels[0] += 1 if level is not None else -1
+            if _hot is not None:
+                _hot.set_forward(forward_levels[0])
+    _fw.level = level
+    return prev
+
+
+_fw_lock = threading.Lock()
+
 _lucid_op = lib.lucid_op
+_lucid_op_n = lib.lucid_op_n
 _NULL = ffi.NULL
 _lucid_job_wait = lib.lucid_job_wait
 _INTERRUPTIBLE = lib.LUCID_MODE_INTERRUPTIBLE
@@ -802,7 +1009,7 @@ def _hot_kind(s: dict[str, Any]) -> int:
     """An op's kind as _hot.init takes it (one byte per op id)."""
     if s["kind"] == "elementwise" and s["arity"] == 2 and not s["attrs"]:
         return ord("b")
-    return ord("r") if s["kind"] == "reduction" else ord("-")
+    return ord("r") if s["kind"] == "reduction" and s["outputs"] == 1 else ord("-")
 
 
 binary: Callable[[int, Any, Any], Tensor]

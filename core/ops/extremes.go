@@ -1,0 +1,306 @@
+package ops
+
+import (
+	"github.com/pylucid/pylucid/core/amp"
+	"github.com/pylucid/pylucid/core/backend"
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/errs"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+// AminBackward, AmaxBackward, MinBackward, MaxBackward
+//
+// The selecting reductions (docs/semantics.md): each output is the winner
+// of its reduced slice, found by folding the slice in row-major order of the
+// reduced dims with the selection rule (backend.Rule): the running winner
+// keeps its place against the next element iff it wins. So the winner is
+// the slice's first NaN, else its first smallest (amin, min) or largest
+// (amax, max) element; of -0.0 and +0.0 the first. argmin and argmax
+// return the winner's position (int64, no node).
+//
+// Math
+//
+//	y_j      = x at w(j), the winner of slice j (its bits)
+//	dL/dx_i  = dL/dy_j if i == w(j), else 0
+//
+// so the gradient of each slice sums exactly to its output's gradient
+// however many elements tie (PyTorch's amax and JAX's reduce_max split it
+// among them instead).
+//
+// The node saves the winners' positions (int64, one per output), not the
+// input. Its vjp scatters the output gradient to them (ScatterBackward,
+// whose own vjp gathers, and back), and the jvp gathers the input tangent
+// from them: the tangent of an output is its winner's tangent, bit for bit.
+//
+// Schemas: "amin", "amax", "argmin", "argmax", "min", "max", version 1,
+// Promote, deterministic. amin/amax take reduction attributes (keepdim,
+// ndims, dims; ndims -1 for all); argmin/argmax one dim or all (flat
+// positions); min/max exactly one dim, with two outputs (values, indices).
+var (
+	aminOp   = defineExtreme("amin", "AminBackward", backend.RuleMin, extremeValues)
+	amaxOp   = defineExtreme("amax", "AmaxBackward", backend.RuleMax, extremeValues)
+	argminOp = defineExtreme("argmin", "", backend.RuleMin, extremeIndex)
+	argmaxOp = defineExtreme("argmax", "", backend.RuleMax, extremeIndex)
+	minOp    = defineExtreme("min", "MinBackward", backend.RuleMin, extremeBoth)
+	maxOp    = defineExtreme("max", "MaxBackward", backend.RuleMax, extremeBoth)
+)
+
+// What a selecting reduction returns.
+type extremeKind uint8
+
+const (
+	extremeValues extremeKind = iota // amin, amax: the winners
+	extremeIndex                     // argmin, argmax: their positions
+	extremeBoth                      // min, max over a dim: both
+)
+
+// extremeKinds records each selecting reduction's kind.
+var extremeKinds = map[*spec]extremeKind{}
+
+func defineExtreme(name, nodeName string, r backend.Rule, k extremeKind) *spec {
+	outputs := 1
+	if k == extremeBoth {
+		outputs = 2
+	}
+	s := define(&spec{
+		OpSchema: OpSchema{Name: name, Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+			Kind: Reduction, Arity: 1, Outputs: outputs, Attrs: reductionAttrNames},
+		node:    nodeName,
+		rule:    r,
+		forward: extremeForward,
+	})
+	if k != extremeIndex {
+		s.vjp, s.jvp = extremeVJP, extremeJVP
+	}
+	extremeKinds[s] = k
+	return s
+}
+
+// The internal halves of the gradient: scatter(g, idx) puts each output
+// gradient at its winner's position in an input-shaped zero tensor;
+// gather(x, idx) reads each winner's element. They are each other's
+// transpose. The node attribute is the *reduced of the reduction.
+var (
+	scatterOp = define(&spec{
+		OpSchema: OpSchema{Name: "scatter", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+			Kind: Selection, Arity: 2, Outputs: 1},
+		node:  "ScatterBackward",
+		saves: savesOperands,
+	})
+	gatherOp = define(&spec{
+		OpSchema: OpSchema{Name: "gather", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+			Kind: Selection, Arity: 2, Outputs: 1},
+		node:  "GatherBackward",
+		saves: savesOperands,
+	})
+)
+
+func init() {
+	scatterOp.vjp = scatterVJP
+	gatherOp.vjp = gatherVJP
+}
+
+// Amin returns the smallest element of each slice of x over dims (nil: all
+// dims), the first NaN where there is one; keepdim keeps reduced dims as 1.
+// Its gradient goes whole to the winner's position.
+func Amin(c *Context, x *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor, error) {
+	out, _, err := extreme(ctxOr(c), aminOp, x, dims, keepdim)
+	return first(out, err)
+}
+
+// Amax is Amin's mirror: the largest element, the first NaN where there is
+// one.
+func Amax(c *Context, x *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor, error) {
+	out, _, err := extreme(ctxOr(c), amaxOp, x, dims, keepdim)
+	return first(out, err)
+}
+
+// Argmin returns the int64 position of Amin's winner along dim, or its flat
+// index when dim is nil (NumPy's argmin, NaN included).
+func Argmin(c *Context, x *tensor.Tensor, dim *int, keepdim bool) (*tensor.Tensor, error) {
+	out, _, err := extreme(ctxOr(c), argminOp, x, dimList(dim), keepdim)
+	return first(out, err)
+}
+
+// Argmax returns the int64 position of Amax's winner (see Argmin).
+func Argmax(c *Context, x *tensor.Tensor, dim *int, keepdim bool) (*tensor.Tensor, error) {
+	out, _, err := extreme(ctxOr(c), argmaxOp, x, dimList(dim), keepdim)
+	return first(out, err)
+}
+
+// MinDim returns Amin over dim and the int64 positions of the winners along
+// it, as torch.min(x, dim) does.
+func MinDim(c *Context, x *tensor.Tensor, dim int, keepdim bool) (values, indices *tensor.Tensor, err error) {
+	out, _, err := extreme(ctxOr(c), minOp, x, []int{dim}, keepdim)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out[0], out[1], nil
+}
+
+// MaxDim is MinDim's mirror.
+func MaxDim(c *Context, x *tensor.Tensor, dim int, keepdim bool) (values, indices *tensor.Tensor, err error) {
+	out, _, err := extreme(ctxOr(c), maxOp, x, []int{dim}, keepdim)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out[0], out[1], nil
+}
+
+func first(out []*tensor.Tensor, err error) (*tensor.Tensor, error) {
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+func dimList(dim *int) []int {
+	if dim == nil {
+		return nil
+	}
+	return []int{*dim}
+}
+
+// extremeForward is the generic entry (Call) of the selecting reductions.
+func extremeForward(c *Context, s *spec, in []*tensor.Tensor, attrs []int64) ([]*tensor.Tensor, any, error) {
+	dims, keepdim, err := reductionAttrs(s.Name, attrs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return extreme(ctxOr(c), s, in[0], dims, keepdim)
+}
+
+// extreme runs selecting reduction s of x over dims. It returns the outputs
+// and the winners' positions in the keepdim shape (the jvp's aux).
+func extreme(c *Context, s *spec, x *tensor.Tensor, dims []int, keepdim bool) ([]*tensor.Tensor, any, error) {
+	if err := checkInputs(s.Name, x); err != nil {
+		return nil, nil, err
+	}
+	k := extremeKinds[s]
+	switch {
+	case k == extremeIndex && dims != nil && len(dims) != 1:
+		return nil, nil, errs.Valuef("%s: takes one dim or None, got %d dims", s.Name, len(dims))
+	case k == extremeBoth && len(dims) != 1:
+		return nil, nil, errs.Valuef("%s: takes exactly one dim, got %d", s.Name, len(dims))
+	}
+	if !x.Dtype().Valid() {
+		return nil, nil, errs.Typef("%s: unsupported dtype %v", s.Name, x.Dtype())
+	}
+	keep, shape, count, err := reduceShape(s.Name, x, dims, keepdim)
+	if err != nil {
+		return nil, nil, err
+	}
+	if count == 0 {
+		return nil, nil, errs.Valuef("%s: cannot reduce over a zero-size slice (input shape %s): "+
+			"the operation has no identity", s.Name, tensor.FormatShape(x.ShapeRef()))
+	}
+	idx, err := tensor.Empty(dtype.Int64, keep)
+	if err != nil {
+		return nil, nil, err
+	}
+	var vals *tensor.Tensor
+	if k != extremeIndex {
+		if vals, err = tensor.Empty(x.Dtype(), keep); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := c.Backend.ArgReduce(s.rule, vals, idx, x); err != nil {
+		return nil, nil, err
+	}
+	var outs []*tensor.Tensor
+	if k != extremeIndex {
+		v, err := vals.Reshape(shape)
+		if err != nil {
+			return nil, nil, err
+		}
+		outs = append(outs, v)
+	}
+	if k != extremeValues {
+		i, err := idx.Reshape(shape)
+		if err != nil {
+			return nil, nil, err
+		}
+		outs = append(outs, i)
+	}
+	if k != extremeIndex {
+		if n := record(c, s, []*tensor.Tensor{x}, outs, []*tensor.Tensor{idx}); n != nil {
+			n.attr = &reduced{keep: keep, count: count}
+		}
+	}
+	return outs, idx, nil
+}
+
+// extremeVJP scatters the values' gradient to the winners.
+func extremeVJP(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	g := grads[0]
+	if g == nil {
+		return []*tensor.Tensor{nil}, nil
+	}
+	g, err := scatter(c, g, saved[0], n.inputs[0].Shape)
+	return []*tensor.Tensor{g}, err
+}
+
+// extremeJVP gathers the winners' tangents.
+func extremeJVP(c *Context, k *jvpCall, tangents []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	out := make([]*tensor.Tensor, len(k.out))
+	t, err := gather(c, tangents[0], k.aux.(*tensor.Tensor))
+	if err != nil {
+		return nil, err
+	}
+	if out[0], err = Reshape(c, t, k.out[0].ShapeRef()); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scatter returns a zero tensor of shape and g's dtype with g (reshaped to
+// idx's keepdim shape) at the positions idx.
+func scatter(c *Context, g, idx *tensor.Tensor, shape []int) (*tensor.Tensor, error) {
+	if !tensor.SameShape(g.ShapeRef(), idx.ShapeRef()) {
+		var err error
+		if g, err = Reshape(c, g, idx.ShapeRef()); err != nil {
+			return nil, err
+		}
+	}
+	out, err := tensor.Empty(g.Dtype(), shape)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Backend.Scatter(out, g, idx); err != nil {
+		return nil, err
+	}
+	record(c, scatterOp, []*tensor.Tensor{g}, []*tensor.Tensor{out}, []*tensor.Tensor{idx})
+	return out, nil
+}
+
+// gather returns the elements of x (the reduced tensor's shape) at the
+// positions idx, in idx's keepdim shape.
+func gather(c *Context, x, idx *tensor.Tensor) (*tensor.Tensor, error) {
+	out, err := tensor.Empty(x.Dtype(), idx.ShapeRef())
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Backend.Gather(out, x, idx); err != nil {
+		return nil, err
+	}
+	record(c, gatherOp, []*tensor.Tensor{x}, []*tensor.Tensor{out}, []*tensor.Tensor{idx})
+	return out, nil
+}
+
+// scatterVJP is ScatterBackward: gather the gradient back from the winners.
+func scatterVJP(c *Context, _ *node, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if grads[0] == nil {
+		return []*tensor.Tensor{nil}, nil
+	}
+	g, err := gather(c, grads[0], saved[0])
+	return []*tensor.Tensor{g}, err
+}
+
+// gatherVJP is GatherBackward: scatter the gradient to the winners.
+func gatherVJP(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if grads[0] == nil {
+		return []*tensor.Tensor{nil}, nil
+	}
+	g, err := scatter(c, grads[0], saved[0], n.inputs[0].Shape)
+	return []*tensor.Tensor{g}, err
+}
