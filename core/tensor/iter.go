@@ -1,7 +1,7 @@
 package tensor
 
 // IterOperands is the most operands an Iter iterates together.
-const IterOperands = 6
+const IterOperands = 8
 
 // iterInline is how many coalesced dims an Iter (and a RowCursor) holds
 // without allocating; more (rare: dims that survive coalescing) spill to the

@@ -23,3 +23,11 @@ func simdSelectHalf[R rule](*seg, dtype.Dtype, int, int, int) int { return 0 }
 func simdRouteHalf[R rule](*seg, dtype.Dtype) int                 { return 0 }
 func simdLanesF16(*[8]float32, unsafe.Pointer, int) int           { return 0 }
 func simdLanesBF16(*[8]float32, unsafe.Pointer, int) int          { return 0 }
+
+func simdArgRun[R rule, T native](unsafe.Pointer, int) (int, int) { return 0, 0 }
+func simdArgCol[R rule, T native](unsafe.Pointer, unsafe.Pointer, unsafe.Pointer, int, int) int {
+	return 0
+}
+func simdClamp(*seg, int) int       { return 0 }
+func simdClampRoute(*seg, int) int  { return 0 }
+func simdClampSelect(*seg, int) int { return 0 }

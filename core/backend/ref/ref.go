@@ -28,15 +28,16 @@ func (Backend) Name() string { return "ref" }
 
 var _ backend.IBackend = Backend{}
 
-// wins is the reference form of the selection rule (docs/semantics.md): a
-// case per rule, on exact float64 or int64 values, independent of the cpu
-// backend's predicates. Callers check that r is valid.
-func wins(r backend.Rule, a, b *tensor.Tensor, i int) bool {
-	dt := a.Dtype()
+// winsAt is the reference form of the selection rule (docs/semantics.md),
+// stated once for this package: whether the element at pa keeps its place
+// against the element at pb (both of dtype dt) under rule r. A case per
+// rule, on exact float64 or int64 values, independent of the cpu backend's
+// predicates. Callers check that r is valid.
+func winsAt(r backend.Rule, dt dtype.Dtype, pa, pb unsafe.Pointer) bool {
 	var aNaN, bNaN bool
 	var order int // -1: a < b, 0: a == b (±0 equal), 1: a > b; when neither is NaN
 	if dt.IsFloat() {
-		x, y := tensor.LoadFloat64(dt, a.ElementPointer(i)), tensor.LoadFloat64(dt, b.ElementPointer(i))
+		x, y := tensor.LoadFloat64(dt, pa), tensor.LoadFloat64(dt, pb)
 		aNaN, bNaN = math.IsNaN(x), math.IsNaN(y)
 		switch {
 		case x < y:
@@ -45,7 +46,7 @@ func wins(r backend.Rule, a, b *tensor.Tensor, i int) bool {
 			order = 1
 		}
 	} else {
-		x, y := tensor.LoadInt64(dt, a.ElementPointer(i)), tensor.LoadInt64(dt, b.ElementPointer(i))
+		x, y := tensor.LoadInt64(dt, pa), tensor.LoadInt64(dt, pb)
 		switch {
 		case x < y:
 			order = -1
@@ -64,6 +65,11 @@ func wins(r backend.Rule, a, b *tensor.Tensor, i int) bool {
 		return bNaN || (!aNaN && order >= 0)
 	}
 	panic("ref: invalid selection rule " + r.String())
+}
+
+// wins is winsAt on element i of a and b (same dtype).
+func wins(r backend.Rule, a, b *tensor.Tensor, i int) bool {
+	return winsAt(r, a.Dtype(), a.ElementPointer(i), b.ElementPointer(i))
 }
 
 func copyElem(dt dtype.Dtype, dst, src unsafe.Pointer) {
@@ -87,7 +93,7 @@ func (Backend) Binary(op backend.BinaryOp, out, a, b *tensor.Tensor) error {
 	if op == backend.Div && !dt.IsFloat() {
 		return fmt.Errorf("div kernel needs a floating dtype, got %v", dt)
 	}
-	if op > backend.Maximum {
+	if op > backend.FMax {
 		return fmt.Errorf("unknown binary op %v", op)
 	}
 	r, selects := op.Rule()

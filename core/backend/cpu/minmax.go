@@ -1,0 +1,837 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/pylucid/pylucid/core/backend"
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+// The min/max family's kernels: ArgReduce (amin, amax, argmin, argmax),
+// Scatter and Gather (their gradients), and the clamp kernels. Every
+// comparison goes through the selection rule's predicates (rule.go: wins;
+// simd_amd64.go: wins32, wins64, takesHalf).
+//
+// ArgReduce folds each slice with the running winner w kept against x_k iff
+// wins(w, x_k). The fold keeps the first element that is best in the rule's
+// order (NaN best under min/max, worst under fmin/fmax; -0 and +0 equal), so
+// it may be cut into pieces: each piece's winner (its first best element),
+// folded in position order, gives the fold of the whole. Pieces are fixed
+// blocks of argBlock positions, and SIMD lanes (each lane folds the
+// elements at its own positions, then the lanes combine: of equal values
+// the smaller position), so results never depend on the thread count.
+
+// argBlock is the most positions of one slice one work unit folds: a slice
+// longer than that is cut into blocks folded in parallel, whose winners are
+// then folded in order.
+const argBlock = 1 << 16
+
+// colBlock is the most columns one unit of ArgReduce's column mode keeps
+// running winners for (on the stack: values and positions).
+const colBlock = 512
+
+// colMin is the least length of a kept, contiguous last dim for which
+// ArgReduce runs in column mode.
+const colMin = 16
+
+// winner is a fold's running winner: its element (nil: none yet) and its
+// position in the slice.
+type winner struct {
+	p   unsafe.Pointer
+	pos int
+}
+
+// argFuncs are the typed pieces of ArgReduce for one rule and dtype.
+type argFuncs struct {
+	// run folds the n elements at p (byte stride st), at positions pos0,
+	// pos0+1, …, into w.
+	run func(w *winner, p unsafe.Pointer, st, n, pos0 int)
+	// takes reports whether the element at q takes the place of the
+	// running winner at wp (that is, wp does not win over q).
+	takes func(wp, q unsafe.Pointer) bool
+	// col folds row k of a column block (n contiguous elements at p) into
+	// the running values wv and positions wpos (int64 for 8-byte dtypes,
+	// int32 else); row 0 initialises them.
+	col func(wv, wpos, p unsafe.Pointer, n, k int)
+	// wide reports whether col's positions are int64.
+	wide bool
+}
+
+var argKernels [backend.NumRules][16]argFuncs
+
+func buildArg[R rule]() {
+	r := ruleOf[R]()
+	for _, dt := range dtype.All() {
+		var f argFuncs
+		switch dt {
+		case dtype.Bool, dtype.Uint8:
+			f = argNative[R, uint8, int32]()
+		case dtype.Int8:
+			f = argNative[R, int8, int32]()
+		case dtype.Int16:
+			f = argNative[R, int16, int32]()
+		case dtype.Int32:
+			f = argNative[R, int32, int32]()
+		case dtype.Int64:
+			f = argNative[R, int64, int64]()
+		case dtype.Float32:
+			f = argNative[R, float32, int32]()
+		case dtype.Float64:
+			f = argNative[R, float64, int64]()
+		case dtype.Float16, dtype.BFloat16:
+			f = argHalf[R](dt == dtype.BFloat16)
+		}
+		argKernels[r][dt] = f
+	}
+}
+
+func argNative[R rule, T native, P int32 | int64]() argFuncs {
+	return argFuncs{
+		run:   argRun[R, T],
+		takes: func(wp, q unsafe.Pointer) bool { return !wins[R](*(*T)(wp), *(*T)(q)) },
+		col:   argCol[R, T, P],
+		wide:  unsafe.Sizeof(P(0)) == 8,
+	}
+}
+
+// argRun is argFuncs.run for a native type: SIMD on a contiguous run where
+// there is a path (the winner of a prefix, then the scalar fold).
+func argRun[R rule, T native](w *winner, p unsafe.Pointer, st, n, pos0 int) {
+	i := 0
+	if sz := int(unsafe.Sizeof(*new(T))); st == sz && n >= 64 {
+		if done, bp := simdArgRun[R, T](p, n); done > 0 {
+			q := unsafe.Add(p, bp*sz)
+			if w.p == nil || !wins[R](*(*T)(w.p), *(*T)(q)) {
+				w.p, w.pos = q, pos0+bp
+			}
+			i = done
+		}
+	}
+	if i < n && w.p == nil {
+		w.p, w.pos = unsafe.Add(p, i*st), pos0+i
+		i++
+	}
+	if i >= n {
+		return
+	}
+	wv, wp, wpos := *(*T)(w.p), w.p, w.pos
+	for ; i < n; i++ {
+		q := unsafe.Add(p, i*st)
+		if x := *(*T)(q); !wins[R](wv, x) {
+			wv, wp, wpos = x, q, pos0+i
+		}
+	}
+	w.p, w.pos = wp, wpos
+}
+
+// argCol is argFuncs.col for a native type.
+func argCol[R rule, T native, P int32 | int64](wv, wpos, p unsafe.Pointer, n, k int) {
+	v, pos, x := unsafe.Slice((*T)(wv), n), unsafe.Slice((*P)(wpos), n), unsafe.Slice((*T)(p), n)
+	if k == 0 {
+		copy(v, x)
+		clear(pos)
+		return
+	}
+	c := simdArgCol[R, T](wv, wpos, p, n, k)
+	for ; c < n; c++ {
+		if !wins[R](v[c], x[c]) {
+			v[c], pos[c] = x[c], P(k)
+		}
+	}
+}
+
+// argHalf is argFuncs for float16 (bf false) or bfloat16: the rule on
+// values widened exactly to float32, the bits copied.
+func argHalf[R rule](bf bool) argFuncs {
+	return argFuncs{
+		run: func(w *winner, p unsafe.Pointer, st, n, pos0 int) {
+			i := 0
+			if w.p == nil {
+				w.p, w.pos = p, pos0
+				i = 1
+			}
+			wv := widenHalf(*(*uint16)(w.p), bf)
+			for ; i < n; i++ {
+				q := unsafe.Add(p, i*st)
+				if x := widenHalf(*(*uint16)(q), bf); !wins[R](wv, x) {
+					wv, w.p, w.pos = x, q, pos0+i
+				}
+			}
+		},
+		takes: func(wp, q unsafe.Pointer) bool {
+			return !wins[R](widenHalf(*(*uint16)(wp), bf), widenHalf(*(*uint16)(q), bf))
+		},
+		col: func(wv, wpos, p unsafe.Pointer, n, k int) {
+			v, pos, x := unsafe.Slice((*uint16)(wv), n), unsafe.Slice((*int32)(wpos), n), unsafe.Slice((*uint16)(p), n)
+			if k == 0 {
+				copy(v, x)
+				clear(pos)
+				return
+			}
+			for c := range x {
+				if !wins[R](widenHalf(v[c], bf), widenHalf(x[c], bf)) {
+					v[c], pos[c] = x[c], int32(k)
+				}
+			}
+		},
+	}
+}
+
+// runs calls fn for the runs of it (operand 0) covering flat indices
+// [start, end): each run's first element, byte stride, length and flat
+// index. Unlike segments, a run is a whole row (or its part in range).
+func runs(it *tensor.Iter, ops *operands, start, end int, fn func(p unsafe.Pointer, st, n, flat int)) {
+	inner := it.Inner()
+	if start >= end || inner == 0 {
+		return
+	}
+	sz := ops.sizes[0]
+	st := it.InnerStride(0) * sz
+	rs, re := start/inner, (end-1)/inner+1
+	var cur tensor.RowCursor
+	cur.Seek(it, rs)
+	for row := rs; row < re; row++ {
+		c0, c1 := 0, inner
+		if row == rs {
+			c0 = start - rs*inner
+		}
+		if row == re-1 {
+			c1 = end - row*inner
+		}
+		fn(unsafe.Add(ops.base[0], cur.Offs[0]*sz+c0*st), st, c1-c0, row*inner+c0)
+		if row+1 < re {
+			cur.Next(it)
+		}
+	}
+}
+
+// iterOffset returns operand 0's element offset at flat index flat of it.
+func iterOffset(it *tensor.Iter, flat int) int {
+	inner := it.Inner()
+	var cur tensor.RowCursor
+	cur.Seek(it, flat/inner)
+	return cur.Offs[0] + (flat%inner)*it.InnerStride(0)
+}
+
+// keptFirst returns the permutation of a's dims that visits the dims kept
+// in keep first and the reduced ones last (Sum's order): each slice is then
+// one contiguous range of the iteration, in position order.
+func keptFirst(buf *[tensor.MaxDims]int, keep, a *tensor.Tensor) []int {
+	perm := buf[:0]
+	for d := 0; d < a.Ndim(); d++ {
+		if keep.Dim(d) != 1 || a.Dim(d) == 1 {
+			perm = append(perm, d)
+		}
+	}
+	for d := 0; d < a.Ndim(); d++ {
+		if keep.Dim(d) == 1 && a.Dim(d) != 1 {
+			perm = append(perm, d)
+		}
+	}
+	return perm
+}
+
+// contig returns t if it is contiguous, else a contiguous copy.
+func contig(t *tensor.Tensor) (*tensor.Tensor, error) {
+	if t.IsContiguous() {
+		return t, nil
+	}
+	return t.Clone()
+}
+
+// outputFor returns t if it is contiguous, else a fresh contiguous tensor
+// for a kernel to write and finish to copy into t.
+func outputFor(t *tensor.Tensor) (*tensor.Tensor, error) {
+	if t == nil || t.IsContiguous() {
+		return t, nil
+	}
+	return tensor.Empty(t.Dtype(), t.Shape())
+}
+
+// finish copies a temporary output w into t (nothing when w is t).
+func (b *Backend) finish(t, w *tensor.Tensor) error {
+	if t == nil || t == w {
+		return nil
+	}
+	return b.Cast(t, w)
+}
+
+// run runs task(i) for i in [0, n) tasks of work elements in all, in
+// parallel where the work is worth splitting.
+func (b *Backend) run(work, n int, task func(i int)) {
+	if n > 1 && b.split(work) {
+		b.parallel(work, n, task)
+	} else {
+		sequential(n, task)
+	}
+}
+
+// checkArgReduce checks ArgReduce's operands.
+func checkArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
+	if err := backend.CheckRule(r); err != nil {
+		return err
+	}
+	if err := backend.CheckSumShape(idx, a); err != nil {
+		return err
+	}
+	if idx.Dtype() != dtype.Int64 {
+		return fmt.Errorf("argreduce index output must be int64, got %v", idx.Dtype())
+	}
+	if vals != nil {
+		if err := backend.CheckSameShape(idx, vals); err != nil {
+			return err
+		}
+		if err := backend.CheckSameDtype(a, vals); err != nil {
+			return err
+		}
+	}
+	if !a.Dtype().Valid() || argKernels[r][a.Dtype()].run == nil {
+		return fmt.Errorf("unsupported dtype %v", a.Dtype())
+	}
+	if idx.Numel() > 0 && a.Numel() == 0 {
+		return fmt.Errorf("argreduce over an empty slice")
+	}
+	return nil
+}
+
+// ArgReduce implements backend.IBackend.
+func (b *Backend) ArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
+	if err := checkArgReduce(r, vals, idx, a); err != nil {
+		return err
+	}
+	nOut := idx.Numel()
+	if nOut == 0 {
+		return nil
+	}
+	iw, err := outputFor(idx)
+	if err != nil {
+		return err
+	}
+	vw, err := outputFor(vals)
+	if err != nil {
+		return err
+	}
+	f := &argKernels[r][a.Dtype()]
+	var vdst unsafe.Pointer
+	if vw != nil {
+		vdst = vw.DataPointer()
+	}
+	dst := argDst{idx: unsafe.Slice((*int64)(iw.DataPointer()), nOut), vals: vdst, sz: a.Dtype().Size()}
+	if !b.argColumns(f, dst, idx, a) {
+		b.argRows(f, dst, idx, a)
+	}
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(iw)
+	runtime.KeepAlive(vw)
+	if err := b.finish(idx, iw); err != nil {
+		return err
+	}
+	return b.finish(vals, vw)
+}
+
+// argDst is where ArgReduce writes: positions, and values (unless nil) of
+// sz bytes each, both contiguous.
+type argDst struct {
+	idx  []int64
+	vals unsafe.Pointer
+	sz   int
+}
+
+func (d argDst) store(o int, w winner) {
+	d.idx[o] = int64(w.pos)
+	if d.vals != nil {
+		copy(unsafe.Slice((*byte)(unsafe.Add(d.vals, o*d.sz)), d.sz), unsafe.Slice((*byte)(w.p), d.sz))
+	}
+}
+
+// argWindow bounds the block winners argRows holds at once (see sumWindow).
+var argWindow = 1 << 16
+
+// argRows is ArgReduce over the kept-first iteration of a: output o's slice
+// is the range [o*r, (o+1)*r). Short slices go whole to a work unit (groups
+// of them); long ones are cut into blocks of argBlock positions.
+func (b *Backend) argRows(f *argFuncs, dst argDst, idx, a *tensor.Tensor) {
+	nOut := idx.Numel()
+	r := a.Numel() / nOut
+	var permBuf [tensor.MaxDims]int
+	var it tensor.Iter
+	ops := plan(&it, keptFirst(&permBuf, idx, a), a)
+	if r <= argBlock {
+		group := max(1, argBlock/r)
+		b.run(a.Numel(), (nOut+group-1)/group, func(t int) {
+			w := new(winner)
+			fold := func(p unsafe.Pointer, st, n, flat int) { f.run(w, p, st, n, flat%r) }
+			for o := t * group; o < min(nOut, (t+1)*group); o++ {
+				*w = winner{}
+				runs(&it, &ops, o*r, (o+1)*r, fold)
+				dst.store(o, *w)
+			}
+		})
+		return
+	}
+	nb := (r + argBlock - 1) / argBlock
+	units := nOut * nb
+	partial := make([]winner, min(units, argWindow))
+	var cur winner
+	for w := 0; w < units; w += len(partial) {
+		wn := min(len(partial), units-w)
+		b.run(wn*argBlock, wn, func(t int) {
+			u := w + t
+			o, blk := u/nb, u%nb
+			start := o*r + blk*argBlock
+			pw := &partial[t]
+			*pw = winner{}
+			runs(&it, &ops, start, min(start+argBlock, (o+1)*r), func(p unsafe.Pointer, st, n, flat int) {
+				f.run(pw, p, st, n, flat-o*r)
+			})
+		})
+		for u := w; u < w+wn; u++ {
+			c := partial[u-w]
+			if u%nb == 0 || f.takes(cur.p, c.p) {
+				cur = c
+			}
+			if u%nb == nb-1 {
+				dst.store(u/nb, cur)
+			}
+		}
+	}
+}
+
+// argColumns is ArgReduce in column mode, when a's last dim is kept, of
+// unit stride and at least colMin long, and some dim is reduced: each work
+// unit keeps running winners for a block of columns of one output row and
+// folds the slice's rows into them in position order, vectorised across
+// the columns. It reports false, doing nothing, for other layouts.
+func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor) bool {
+	nd := a.Ndim()
+	if nd < 2 || f.col == nil {
+		return false
+	}
+	L := nd - 1
+	C, st := a.Dim(L), a.StridesRef()
+	if C < colMin || idx.Dim(L) != C || st[L] != 1 {
+		return false
+	}
+	var kShape, kStr, rShape, rStr [tensor.MaxDims]int
+	nk, nr := 0, 0
+	for d := 0; d < L; d++ {
+		if idx.Dim(d) == 1 && a.Dim(d) != 1 {
+			rShape[nr], rStr[nr] = a.Dim(d), st[d]
+			nr++
+		} else {
+			kShape[nk], kStr[nk] = a.Dim(d), st[d]
+			nk++
+		}
+	}
+	nOut := idx.Numel()
+	r := a.Numel() / nOut
+	if nr == 0 || r > math.MaxInt32 {
+		return false
+	}
+	var kIt, rIt tensor.Iter
+	kIt.Reset(kShape[:nk], nil, []int{a.Offset()}, kStr[:nk])
+	rIt.Reset(rShape[:nr], nil, []int{0}, rStr[:nr])
+	sz := a.Dtype().Size()
+	base := a.Storage().Pointer()
+	ncb := (C + colBlock - 1) / colBlock
+	nK := nOut / C
+	b.run(a.Numel(), nK*ncb, func(t int) {
+		K, c0 := t/ncb, (t%ncb)*colBlock
+		n := min(colBlock, C-c0)
+		scratch := colBufs.Get().(*colScratch)
+		wv, wpos := unsafe.Pointer(&scratch.vals[0]), unsafe.Pointer(&scratch.pos[0])
+		off := iterOffset(&kIt, K) + c0
+		var cur tensor.RowCursor
+		cur.Seek(&rIt, 0)
+		inner, ist := rIt.Inner(), rIt.InnerStride(0)
+		k := 0
+		for row := rIt.Rows(); row > 0; row-- {
+			for j := 0; j < inner; j++ {
+				f.col(wv, wpos, unsafe.Add(base, (off+cur.Offs[0]+j*ist)*sz), n, k)
+				k++
+			}
+			cur.Next(&rIt)
+		}
+		o := K*C + c0
+		if f.wide {
+			for c, p := range unsafe.Slice((*int64)(wpos), n) {
+				dst.idx[o+c] = p
+			}
+		} else {
+			for c, p := range unsafe.Slice((*int32)(wpos), n) {
+				dst.idx[o+c] = int64(p)
+			}
+		}
+		if dst.vals != nil {
+			copy(unsafe.Slice((*byte)(unsafe.Add(dst.vals, o*sz)), n*sz), scratch.vals[:n*sz])
+		}
+		colBufs.Put(scratch)
+	})
+	return true
+}
+
+// colScratch is one column-mode unit's running values and positions.
+type colScratch struct {
+	vals [colBlock * 8]byte
+	pos  [colBlock]int64
+}
+
+var colBufs = sync.Pool{New: func() any { return new(colScratch) }}
+
+// ---- Scatter and Gather ----
+
+// checkIndex checks that idx is int64 of shape keep with every position in
+// [0, r), and returns its positions (contiguous).
+func checkIndex(idx, keep *tensor.Tensor, r int) ([]int64, *tensor.Tensor, error) {
+	if idx.Dtype() != dtype.Int64 {
+		return nil, nil, fmt.Errorf("index operand must be int64, got %v", idx.Dtype())
+	}
+	if err := backend.CheckSameShape(keep, idx); err != nil {
+		return nil, nil, err
+	}
+	ic, err := contig(idx)
+	if err != nil {
+		return nil, nil, err
+	}
+	pos := unsafe.Slice((*int64)(ic.DataPointer()), ic.Numel())
+	for _, k := range pos {
+		if k < 0 || k >= int64(r) {
+			return nil, nil, fmt.Errorf("index %d out of range for slices of %d elements", k, r)
+		}
+	}
+	return pos, ic, nil
+}
+
+// Scatter implements backend.IBackend: out is zeroed, then each slice's
+// winner gets its g.
+func (b *Backend) Scatter(out, g, idx *tensor.Tensor) error {
+	if err := backend.CheckSumShape(g, out); err != nil {
+		return err
+	}
+	if err := backend.CheckSameDtype(out, g); err != nil {
+		return err
+	}
+	nOut := g.Numel()
+	r := 0
+	if nOut > 0 {
+		r = out.Numel() / nOut
+	}
+	pos, ic, err := checkIndex(idx, g, r)
+	if err != nil {
+		return err
+	}
+	if out.Numel() == 0 {
+		return nil
+	}
+	ow, err := outputFor(out)
+	if err != nil {
+		return err
+	}
+	gc, err := contig(g)
+	if err != nil {
+		return err
+	}
+	n, sz := ow.Numel(), ow.Dtype().Size()
+	mem := unsafe.Slice((*byte)(ow.DataPointer()), n*sz)
+	const zeroChunk = 1 << 18 // bytes
+	b.run(n, (len(mem)+zeroChunk-1)/zeroChunk, func(c int) { clear(mem[c*zeroChunk : min(len(mem), (c+1)*zeroChunk)]) })
+	var permBuf [tensor.MaxDims]int
+	var it tensor.Iter
+	ops := plan(&it, keptFirst(&permBuf, g, ow), ow)
+	src := gc.DataPointer()
+	const group = 1 << 12
+	b.run(nOut, (nOut+group-1)/group, func(t int) {
+		for o := t * group; o < min(nOut, (t+1)*group); o++ {
+			q := unsafe.Add(ops.base[0], iterOffset(&it, o*r+int(pos[o]))*sz)
+			copy(unsafe.Slice((*byte)(q), sz), unsafe.Slice((*byte)(unsafe.Add(src, o*sz)), sz))
+		}
+	})
+	runtime.KeepAlive(ow)
+	runtime.KeepAlive(gc)
+	runtime.KeepAlive(ic)
+	return b.finish(out, ow)
+}
+
+// Gather implements backend.IBackend.
+func (b *Backend) Gather(out, x, idx *tensor.Tensor) error {
+	if err := backend.CheckSumShape(out, x); err != nil {
+		return err
+	}
+	if err := backend.CheckSameDtype(out, x); err != nil {
+		return err
+	}
+	nOut := out.Numel()
+	r := 0
+	if nOut > 0 {
+		r = x.Numel() / nOut
+	}
+	pos, ic, err := checkIndex(idx, out, r)
+	if err != nil {
+		return err
+	}
+	if nOut == 0 {
+		return nil
+	}
+	ow, err := outputFor(out)
+	if err != nil {
+		return err
+	}
+	sz := x.Dtype().Size()
+	var permBuf [tensor.MaxDims]int
+	var it tensor.Iter
+	ops := plan(&it, keptFirst(&permBuf, out, x), x)
+	dst := ow.DataPointer()
+	const group = 1 << 12
+	b.run(nOut, (nOut+group-1)/group, func(t int) {
+		for o := t * group; o < min(nOut, (t+1)*group); o++ {
+			q := unsafe.Add(ops.base[0], iterOffset(&it, o*r+int(pos[o]))*sz)
+			copy(unsafe.Slice((*byte)(unsafe.Add(dst, o*sz)), sz), unsafe.Slice((*byte)(q), sz))
+		}
+	})
+	runtime.KeepAlive(ow)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(ic)
+	return b.finish(out, ow)
+}
+
+// ---- clamp ----
+
+// choiceFunc writes, for the n elements of segment s, which of x (operand
+// ix), lo (ix+1) and hi (ix+2) clamp selects: 0, 1 or 2.
+type choiceFunc func(c []uint8, s seg, ix int)
+
+// clampPick is clamp's selection on one element: RuleMax between x and lo,
+// then RuleMin between that winner and hi; it returns 0 (x), 1 (lo) or 2
+// (hi).
+func clampPick[T native](x, lo, hi T) uint8 {
+	w, k := x, uint8(0)
+	if !wins[ruleMax](x, lo) {
+		w, k = lo, 1
+	}
+	if !wins[ruleMin](w, hi) {
+		k = 2
+	}
+	return k
+}
+
+func choiceNative[T native](c []uint8, s seg, ix int) {
+	for i := 0; i < s.n; i++ {
+		c[i] = clampPick(*(*T)(s.at(ix, i)), *(*T)(s.at(ix+1, i)), *(*T)(s.at(ix+2, i)))
+	}
+}
+
+func choiceHalf(c []uint8, s seg, ix int, bf bool) {
+	for i := 0; i < s.n; i++ {
+		c[i] = clampPick(widenHalf(*(*uint16)(s.at(ix, i)), bf), widenHalf(*(*uint16)(s.at(ix+1, i)), bf),
+			widenHalf(*(*uint16)(s.at(ix+2, i)), bf))
+	}
+}
+
+func choiceFor(dt dtype.Dtype) choiceFunc {
+	switch dt {
+	case dtype.Bool, dtype.Uint8:
+		return choiceNative[uint8]
+	case dtype.Int8:
+		return choiceNative[int8]
+	case dtype.Int16:
+		return choiceNative[int16]
+	case dtype.Int32:
+		return choiceNative[int32]
+	case dtype.Int64:
+		return choiceNative[int64]
+	case dtype.Float32:
+		return choiceNative[float32]
+	case dtype.Float64:
+		return choiceNative[float64]
+	case dtype.Float16:
+		return func(c []uint8, s seg, ix int) { choiceHalf(c, s, ix, false) }
+	case dtype.BFloat16:
+		return func(c []uint8, s seg, ix int) { choiceHalf(c, s, ix, true) }
+	}
+	return nil
+}
+
+// pickBits writes operand first+c[i]'s bits into operand io.
+func pickBits[B rawBits](c []uint8, s seg, io, first int) {
+	for i := 0; i < s.n; i++ {
+		*(*B)(s.at(io, i)) = *(*B)(s.at(first+int(c[i]), i))
+	}
+}
+
+// routeBits3 writes g (operand 6) into operand c[i] of 0..2 and zero into
+// the other two.
+func routeBits3[B rawBits](c []uint8, s seg) {
+	for i := 0; i < s.n; i++ {
+		g := *(*B)(s.at(6, i))
+		*(*B)(s.at(0, i)), *(*B)(s.at(1, i)), *(*B)(s.at(2, i)) = 0, 0, 0
+		*(*B)(s.at(int(c[i]), i)) = g
+	}
+}
+
+var choiceBufs = sync.Pool{New: func() any { return new([maxSeg]uint8) }}
+
+// choiceKernel builds the per-segment function of a clamp kernel over nops
+// operands: fast, if not nil, may handle a prefix of each segment (see
+// maskedKernel); the rest gets a scratch choice from cf (x at operand ix)
+// and k applies it.
+func choiceKernel(nops int, cf choiceFunc, ix int, fast func(seg) int, k func(c []uint8, s seg)) segFunc {
+	return func(s seg) {
+		if fast != nil {
+			done := fast(s)
+			if done == s.n {
+				return
+			}
+			if done > 0 {
+				s = s.advance(done, nops)
+			}
+		}
+		buf := choiceBufs.Get().(*[maxSeg]uint8)
+		cf(buf[:s.n], s, ix)
+		k(buf[:s.n], s)
+		choiceBufs.Put(buf)
+	}
+}
+
+var (
+	clampKernels       [16]segFunc     // [dtype]: out, x, lo, hi
+	clampRouteKernels  [16][16]segFunc // [compared dtype][gradient dtype]: gx, glo, ghi, x, lo, hi, g
+	clampSelectKernels [16][16]segFunc // [compared dtype][value dtype]: out, x, lo, hi, dx, dlo, dhi
+)
+
+func init() {
+	buildArg[ruleMin]()
+	buildArg[ruleMax]()
+	buildArg[ruleFMin]()
+	buildArg[ruleFMax]()
+	for _, cd := range dtype.All() {
+		cf := choiceFor(cd)
+		if cf == nil {
+			continue
+		}
+		clampKernels[cd] = buildClamp(cd, cf)
+		for _, vd := range dtype.All() {
+			clampRouteKernels[cd][vd] = buildClampRoute(cd, vd, cf)
+			clampSelectKernels[cd][vd] = buildClampSelect(cd, vd, cf)
+		}
+	}
+}
+
+func pickFor(dt dtype.Dtype) func(c []uint8, s seg, io, first int) {
+	switch dt.Size() {
+	case 1:
+		return pickBits[uint8]
+	case 2:
+		return pickBits[uint16]
+	case 4:
+		return pickBits[uint32]
+	}
+	return pickBits[uint64]
+}
+
+func route3For(dt dtype.Dtype) func(c []uint8, s seg) {
+	switch dt.Size() {
+	case 1:
+		return routeBits3[uint8]
+	case 2:
+		return routeBits3[uint16]
+	case 4:
+		return routeBits3[uint32]
+	}
+	return routeBits3[uint64]
+}
+
+func buildClamp(dt dtype.Dtype, cf choiceFunc) segFunc {
+	pick := pickFor(dt)
+	var fast func(seg) int
+	if sz := simdSize(dt); sz != 0 {
+		fast = func(s seg) int { return simdClamp(&s, sz) }
+	}
+	return choiceKernel(4, cf, 1, fast, func(c []uint8, s seg) { pick(c, s, 0, 1) })
+}
+
+func buildClampRoute(cd, gd dtype.Dtype, cf choiceFunc) segFunc {
+	var fast func(seg) int
+	if sz := simdSize(cd); sz != 0 && cd == gd {
+		fast = func(s seg) int { return simdClampRoute(&s, sz) }
+	}
+	return choiceKernel(7, cf, 3, fast, route3For(gd))
+}
+
+func buildClampSelect(cd, vd dtype.Dtype, cf choiceFunc) segFunc {
+	pick := pickFor(vd)
+	var fast func(seg) int
+	if sz := simdSize(cd); sz != 0 && cd == vd {
+		fast = func(s seg) int { return simdClampSelect(&s, sz) }
+	}
+	return choiceKernel(7, cf, 1, fast, func(c []uint8, s seg) { pick(c, s, 0, 4) })
+}
+
+// clampKernel checks what the clamp kernels share — x, lo, hi and the
+// outputs or values vs of one shape; x, lo, hi of one dtype; vs of one
+// dtype — and returns the kernel from table for it.
+func clampKernel(table *[16][16]segFunc, x, lo, hi *tensor.Tensor, vs ...*tensor.Tensor) (segFunc, error) {
+	if err := backend.CheckSameShape(vs[0], x, lo, hi); err != nil {
+		return nil, err
+	}
+	if err := backend.CheckSameShape(vs[0], vs[1:]...); err != nil {
+		return nil, err
+	}
+	if err := backend.CheckSameDtype(x, lo, hi); err != nil {
+		return nil, err
+	}
+	if err := backend.CheckSameDtype(vs...); err != nil {
+		return nil, err
+	}
+	var k segFunc
+	if x.Dtype().Valid() && vs[0].Dtype().Valid() {
+		k = table[x.Dtype()][vs[0].Dtype()]
+	}
+	if k == nil {
+		return nil, fmt.Errorf("unsupported dtype %v", x.Dtype())
+	}
+	return k, nil
+}
+
+// Clamp implements backend.IBackend.
+func (b *Backend) Clamp(out, x, lo, hi *tensor.Tensor) error {
+	if err := backend.CheckSameShape(out, x, lo, hi); err != nil {
+		return err
+	}
+	if err := backend.CheckSameDtype(out, x, lo, hi); err != nil {
+		return err
+	}
+	var k segFunc
+	if dt := out.Dtype(); dt.Valid() {
+		k = clampKernels[dt]
+	}
+	if k == nil {
+		return fmt.Errorf("unsupported dtype %v", out.Dtype())
+	}
+	b.elementwise(k, out, x, lo, hi)
+	return nil
+}
+
+// ClampRoute implements backend.IBackend.
+func (b *Backend) ClampRoute(gx, glo, ghi, x, lo, hi, g *tensor.Tensor) error {
+	k, err := clampKernel(&clampRouteKernels, x, lo, hi, g, gx, glo, ghi)
+	if err != nil {
+		return err
+	}
+	b.elementwise(k, gx, glo, ghi, x, lo, hi, g)
+	return nil
+}
+
+// ClampSelect implements backend.IBackend.
+func (b *Backend) ClampSelect(out, x, lo, hi, dx, dlo, dhi *tensor.Tensor) error {
+	k, err := clampKernel(&clampSelectKernels, x, lo, hi, out, dx, dlo, dhi)
+	if err != nil {
+		return err
+	}
+	b.elementwise(k, out, x, lo, hi, dx, dlo, dhi)
+	return nil
+}
