@@ -21,7 +21,7 @@ import (
 )
 
 // familyBackends are the backends every family test runs on.
-func familyBackends() map[string]backend.IBackend {
+func opBackends() map[string]backend.IBackend {
 	return map[string]backend.IBackend{"cpu": splitting(3), "ref": ref.Backend{}}
 }
 
@@ -57,7 +57,7 @@ func firstWinner(vals []float64, greater bool) int {
 }
 
 func TestFamilyReductionsPickTheFirstWinnerAndRouteTheWholeGradient(t *testing.T) {
-	for name, be := range familyBackends() {
+	for name, be := range opBackends() {
 		for _, greater := range []bool{false, true} {
 			for seed := uint64(1); seed <= 20; seed++ {
 				rows, cols := 7, 9
@@ -176,13 +176,13 @@ func TestClampEqualsItsCompositionBitForBit(t *testing.T) {
 		{{4, 5}, {}, {}},
 		{{5}, {4, 5}, {}}, // a bound broadcasts x up
 	}
-	for name, be := range familyBackends() {
+	for name, be := range opBackends() {
 		for _, dt := range allDtypes {
 			for si, sh := range shapes {
 				for _, which := range []int{3, 1, 2} { // both bounds, lo only, hi only
 					r := newRand(seedOf(name, dt.String(), string(rune('a'+si)), string(rune('0'+which))))
 					mk := func(shape []int) *tensor.Tensor {
-						x := makeTensor(t, dt, shape, layoutContiguous, func(n int) []uint64 { return genBits(r, dt, n, genTies) })
+						x := makeTensor(t, dt, shape, contiguous, func(n int) []uint64 { return genBits(r, dt, n, genSpecial) })
 						if dt.IsFloat() {
 							require.NoError(t, x.SetRequiresGrad(true))
 						}
@@ -208,7 +208,7 @@ func TestClampEqualsItsCompositionBitForBit(t *testing.T) {
 					}
 					fn, _ := got.GradFn()
 					assert.Equal(t, "ClampBackward", fn.Name())
-					g := makeTensor(t, dt, got.ShapeRef(), layoutContiguous, func(n int) []uint64 { return genBits(r, dt, n, genSmooth) })
+					g := makeTensor(t, dt, got.ShapeRef(), contiguous, func(n int) []uint64 { return genBits(r, dt, n, genSmooth) })
 					inputs := []*tensor.Tensor{x}
 					for _, b := range []*tensor.Tensor{lo, hi} {
 						if b != nil {
@@ -315,7 +315,7 @@ func jvpOf(t *testing.T, c *ops.Context, fc familyCall, in, tangents []*tensor.T
 }
 
 func TestFamilyJvpIsTheExactTransposeOfTheVjp(t *testing.T) {
-	for name, be := range familyBackends() {
+	for name, be := range opBackends() {
 		for _, fc := range familyCalls {
 			for seed := uint64(1); seed <= 5; seed++ {
 				c := ctxFor(be)
