@@ -292,6 +292,82 @@ def main() -> int:
         t_np = median_time(lambda: np_fwd_bwd(ah, bh), max(3, reps // 3))
         row("%s 2^24 fwd+bwd" % name, t_h, t_np, "<= 1.2x float32 time", extra="%.2fx float32" % (t_h / t32))
 
+    # 9. the min/max family (float32)
+    x2 = a2.copy()
+    x2[:, ::64] = x2[:, 1::64]  # ties within rows
+    tx2 = pylucid.from_numpy(x2)
+    lx2 = pylucid.from_numpy(x2, requires_grad=True)
+    for dim in (-1, 0):
+        t_np = median_time(lambda: np.max(x2, axis=dim), reps)
+        t_pl = median_time(lambda: ops.amax(tx2, dim), reps)
+        t_th = None
+        if torch is not None:
+            px2 = torch.from_numpy(x2)
+            t_th = median_time(lambda: torch.amax(px2, dim), reps)
+        row("amax(dim=%d) (4096,4096) forward" % dim, t_pl, t_np, "<= 1.0x np.max(axis)", t_th)
+        gy = pylucid.from_numpy(np.ones(4096, np.float32))
+
+        def pl_amax() -> None:
+            lx2.grad = None
+            ops.amax(lx2, dim).backward(gy)
+            lx2.grad
+
+        def np_amax() -> np.ndarray:
+            np.max(x2, axis=dim)
+            i = np.expand_dims(np.argmax(x2, axis=dim), dim)
+            gx = np.zeros_like(x2)
+            np.put_along_axis(gx, i, np.float32(1), axis=dim)
+            return gx
+
+        t_np = median_time(np_amax, max(3, reps // 3))
+        t_pl = median_time(pl_amax, reps)
+        row("amax(dim=%d) (4096,4096) fwd+bwd" % dim, t_pl, t_np, "<= 0.5x numpy composed")
+
+    lo, hi = np.float32(-0.5), np.float32(0.5)
+    t_np = median_time(lambda: np.clip(a, lo, hi), reps)
+    t_pl = median_time(lambda: ops.clamp(ta, -0.5, 0.5), reps)
+    t_th = None
+    if torch is not None:
+        pa = torch.from_numpy(a)
+        t_th = median_time(lambda: torch.clamp(pa, -0.5, 0.5), reps)
+    row("clamp f32 2^24 forward", t_pl, t_np, "<= 0.9x np.clip", t_th)
+    la = pylucid.from_numpy(a, requires_grad=True)
+    lb = pylucid.from_numpy(b, requires_grad=True)
+    g1 = np.ones(n, np.float32)
+    tg1 = pylucid.from_numpy(g1)
+
+    def pl_clamp() -> None:
+        la.grad = None
+        ops.clamp(la, -0.5, 0.5).backward(tg1)
+        la.grad
+
+    def np_clamp() -> np.ndarray:
+        np.clip(a, lo, hi)
+        return np.where((a >= lo) & (a <= hi), g1, np.float32(0))
+
+    t_np = median_time(np_clamp, max(3, reps // 3))
+    t_pl = median_time(pl_clamp, reps)
+    row("clamp f32 2^24 fwd+bwd", t_pl, t_np, "<= 0.35x numpy composed")
+
+    def pl_fmin() -> None:
+        la.grad = None
+        lb.grad = None
+        ops.fmin(la, lb).backward(tg1)
+        la.grad, lb.grad
+
+    def np_fmin() -> Tuple[np.ndarray, np.ndarray]:
+        np.fmin(a, b)
+        wa = (a <= b) | np.isnan(b)
+        return np.where(wa, g1, np.float32(0)), np.where(wa, np.float32(0), g1)
+
+    t_np = median_time(np_fmin, max(3, reps // 3))
+    t_pl = median_time(pl_fmin, reps)
+    row("fmin f32 2^24 fwd+bwd", t_pl, t_np, "<= 0.35x numpy composed")
+
+    o3b = np.empty_like(a3)
+    t = per_call({"np": lambda: np.minimum(a3, b3, out=o3), "pl": lambda: ops.minimum(a3, b3, out=o3b)}, 2000)
+    row("f32 65536 minimum(out=ndarray)", t["pl"], t["np"], "<= 1.0x np.minimum(out=)")
+
     # 8. peak memory
     mem = peak_rss_child(n)
     need = 3 * n * 4 / 2**20  # y, ga, gb
@@ -333,7 +409,7 @@ def main() -> int:
         ax.set_xlim(right=max(vals) * 3)
         ax.invert_yaxis()
         ax.set_xlabel("pylucid time / NumPy time (log scale; < 1 is faster)")
-        ax.set_title("pylucid minimum: forward and forward+backward vs NumPy")
+        ax.set_title("pylucid min/max family: forward and forward+backward vs NumPy")
         for i, v in enumerate(vals):
             ax.text(v, i, " %.2fx" % v, va="center")
         fig.tight_layout()
