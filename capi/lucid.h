@@ -185,6 +185,17 @@ typedef struct DLManagedTensorVersioned {
 } DLManagedTensorVersioned;
 #endif /* DLPACK_DLPACK_H_ */
 
+/* An out= entry of lucid_op_n: a tensor handle, or caller memory lent for
+ * the one call. */
+typedef struct {
+    int64_t handle;         /* a tensor to write into; or 0: */
+    void *data;             /* caller memory lent for this call only: element [0,...,0] */
+    int32_t dtype;          /* its dtype; -1 (with handle 0): no out, a fresh result */
+    int32_t ndim;
+    const int64_t *shape;
+    const int64_t *strides; /* in elements */
+} lucid_out;
+
 #ifndef LUCID_NO_PROTOTYPES
 /* Copies the calling thread's last error message into buf (always
  * NUL-terminated when n > 0) and returns its full length. */
@@ -252,16 +263,16 @@ int lucid_op(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int64
  * (a 0 handle is an absent optional input: clamp's missing bound) and fills
  * one meta block of LUCID_META_LEN values per output (min and max over a
  * dim have two: values, indices), so meta holds outputs * LUCID_META_LEN
- * values. outs, unless NULL, holds n_outs (the op's output count) handles:
- * a tensor to write that output into (out=, docs/semantics.md), or 0 for a
- * fresh one; a block whose output went into outs[i] has handle 0 (the
- * caller keeps its own). out= rules: exactly the result's shape
- * (LUCID_EVALUE) and dtype (LUCID_ETYPE), writable, no zero strides, no
- * memory shared with an input except being that input (in place) and none
- * with another out; a call that would record a graph fails (LUCID_ERUNTIME).
- * On error no out was written. At most 4 outputs. */
+ * values. outs, unless NULL, holds n_outs (the op's output count) entries:
+ * where to write each output (out=, docs/semantics.md), see lucid_out. A
+ * block whose output went into an out has handle 0 (the caller keeps its
+ * own). out= rules: exactly the result's shape (LUCID_EVALUE) and dtype
+ * (LUCID_ETYPE), writable, no zero strides, no memory shared with an input
+ * except being that input (in place) and none with another out; a call that
+ * would record a graph fails (LUCID_ERUNTIME). On error no out was written.
+ * At most 4 outputs. */
 int lucid_op_n(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int64_t *attrs, int32_t n_attrs,
-               const int64_t *outs, int32_t n_outs, int32_t mode, int64_t *meta);
+               const lucid_out *outs, int32_t n_outs, int32_t mode, int64_t *meta);
 /* Forward mode: runs op_id as lucid_op_n does (no out=) and pushes
  * tangents (one handle per input, 0: zero; each of its input's shape) through
  * it. meta receives 2 * outputs blocks: the outputs, then one tangent per

@@ -71,9 +71,50 @@ func fillMetas(meta *C.int64_t, ts, given []*tensor.Tensor) error {
 	return nil
 }
 
+// outTensor is the tensor an out= entry describes: a handle's, a view of
+// memory lent for the call (never kept: out= records no graph), or nil.
+func outTensor(o *C.lucid_out) (*tensor.Tensor, error) {
+	if o.handle != 0 {
+		return getTensor(o.handle)
+	}
+	if o.dtype < 0 {
+		return nil, nil
+	}
+	d, shape, err := dtypeAndShape(o.dtype, o.ndim, o.shape)
+	if err != nil {
+		return nil, err
+	}
+	strides, err := shapeOf(o.ndim, o.strides)
+	if err != nil {
+		return nil, err
+	}
+	// The span of bytes the view reaches, from its lowest to highest element.
+	lo, hi, n := 0, 0, 1
+	for i, dim := range shape {
+		n *= dim
+		if dim > 1 {
+			if ext := (dim - 1) * strides[i]; ext < 0 {
+				lo += ext
+			} else {
+				hi += ext
+			}
+		}
+	}
+	if n == 0 {
+		return tensor.NewView(tensor.BorrowStorage(nil, false, nil), d, shape, strides, 0)
+	}
+	if o.data == nil {
+		return nil, errs.Valuef("out memory is NULL")
+	}
+	sz := d.Size()
+	base := unsafe.Add(o.data, lo*sz)
+	data := unsafe.Slice((*byte)(base), (hi-lo+1)*sz)
+	return tensor.NewView(tensor.BorrowStorage(data, false, nil), d, shape, strides, -lo)
+}
+
 //export lucid_op_n
 func lucid_op_n(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int64_t, nAttrs C.int32_t,
-	outs *C.int64_t, nOuts C.int32_t, mode C.int32_t, meta *C.int64_t) (rc C.int) {
+	outs *C.lucid_out, nOuts C.int32_t, mode C.int32_t, meta *C.int64_t) (rc C.int) {
 	defer recoverPanic(&rc)
 	return status(func() error {
 		c, in, as, err := opArgs(inputs, nInputs, attrs, nAttrs, mode)
@@ -85,8 +126,11 @@ func lucid_op_n(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int
 		}
 		var given []*tensor.Tensor
 		if outs != nil && nOuts > 0 {
-			if given, err = getTensors(outs, int(nOuts), true); err != nil {
-				return err
+			given = make([]*tensor.Tensor, nOuts)
+			for i := range given {
+				if given[i], err = outTensor(&unsafe.Slice(outs, int(nOuts))[i]); err != nil {
+					return err
+				}
 			}
 		}
 		res, err := ops.CallN(c, int(id), in, as, given)

@@ -56,6 +56,8 @@ static PyObject *drain;            /* drain(): forget what the library handed ba
 static PyObject *fallback_binary;  /* binary(op, a, b) in Python */
 static PyObject *fallback_reduce;  /* reduce(op, a, None, keepdim) in Python */
 static PyObject *pinned;           /* dict: function id -> record kept for the library (set_pinned) */
+static PyObject *out_desc_address; /* out_desc_address(ndarray): address of a cached lucid_out */
+static PyTypeObject *ndarray_type;  /* numpy.ndarray */
 static int forward_levels;         /* forward-mode levels open in any thread (set_forward): then the
                                       Python path runs every op, to push tangents (autograd.jvp) */
 
@@ -372,17 +374,66 @@ static int check_kind(int32_t code, char kind, const char *what) {
     return 0;
 }
 
+/* binary(op, a, b, out=out) on two Tensors: lucid_op_n writing into out, a
+ * Tensor or (through the Python side's cached descriptor, out_desc_address)
+ * a NumPy array; anything else takes the Python path. Returns out itself. */
+static PyObject *binary_out(PyObject *op, PyObject *a, PyObject *b, PyObject *out, PyObject *args, PyObject *kwargs) {
+    lucid_out desc;
+    const lucid_out *d = &desc;
+    if (is_tensor(out)) {
+        memset(&desc, 0, sizeof desc);
+        desc.handle = ((TensorBase *)out)->h;
+    } else if (out_desc_address != NULL && PyObject_TypeCheck(out, ndarray_type)) {
+        PyObject *addr = PyObject_CallFunctionObjArgs(out_desc_address, out, NULL);
+        if (addr == NULL) {
+            return NULL;
+        }
+        d = (const lucid_out *)PyLong_AsVoidPtr(addr);
+        Py_DECREF(addr);
+        if (d == NULL && PyErr_Occurred()) {
+            return NULL;
+        }
+    } else {
+        return PyObject_Call(fallback_binary, args, kwargs);
+    }
+    int32_t code, mode;
+    if (op_code(op, &code) < 0 || check_kind(code, OP_BINARY, "binary op") < 0 || current_mode(&mode) < 0) {
+        return NULL;
+    }
+    int64_t in[2] = {((TensorBase *)a)->h, ((TensorBase *)b)->h};
+    int64_t meta[LUCID_META_LEN];
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = lucid_op_n(code, in, 2, NULL, 0, d, 1, mode, meta);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        return status_error(rc);
+    }
+    Py_INCREF(out);
+    return out;
+}
+
 /* binary(op, a, b): lucid_op on two Tensors (op: a binary op's id).
  * Keyword arguments, other argument counts and non-Tensors take the Python
  * path, which raises the usual errors. */
 static PyObject *hot_binary(PyObject *mod, PyObject *args, PyObject *kwargs) {
     (void)mod;
-    if ((kwargs != NULL && PyDict_Size(kwargs) > 0) || PyTuple_Size(args) != 3) {
+    PyObject *out = NULL;
+    if (kwargs != NULL && PyDict_Size(kwargs) > 0) {
+        out = PyDict_Size(kwargs) == 1 ? PyDict_GetItemString(kwargs, "out") : NULL; /* borrowed */
+        if (out == NULL || out == Py_None) {
+            return PyObject_Call(fallback_binary, args, kwargs);
+        }
+    }
+    if (PyTuple_Size(args) != 3) {
         return PyObject_Call(fallback_binary, args, kwargs);
     }
     PyObject *op = PyTuple_GetItem(args, 0), *a = PyTuple_GetItem(args, 1), *b = PyTuple_GetItem(args, 2);
     if (forked || forward_levels || !is_tensor(a) || !is_tensor(b)) {
-        return PyObject_CallObject(fallback_binary, args);
+        return PyObject_Call(fallback_binary, args, kwargs);
+    }
+    if (out != NULL) {
+        return binary_out(op, a, b, out, args, kwargs);
     }
     int32_t code, mode;
     if (op_code(op, &code) < 0 || check_kind(code, OP_BINARY, "binary op") < 0 || current_mode(&mode) < 0) {
@@ -541,6 +592,28 @@ static PyObject *hot_pending(PyObject *mod, PyObject *unused) {
 }
 
 /* set_pinned(d): the dict in which records still needed by the library wait. */
+static void set_ref(PyObject **slot, PyObject *v) {
+    PyObject *old = *slot;
+    Py_XINCREF(v);
+    *slot = v;
+    Py_XDECREF(old);
+}
+
+/* set_out_desc(fn, ndarray_type): how binary_out describes a NumPy out=. */
+static PyObject *hot_set_out_desc(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *fn, *tp;
+    if (!PyArg_ParseTuple(args, "OO", &fn, &tp) || !PyType_Check(tp)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "set_out_desc(fn, ndarray type)");
+        }
+        return NULL;
+    }
+    set_ref(&out_desc_address, fn);
+    set_ref((PyObject **)&ndarray_type, tp);
+    Py_RETURN_NONE;
+}
+
 /* set_forward(n): the number of forward-mode levels open (0: none). */
 static PyObject *hot_set_forward(PyObject *mod, PyObject *n) {
     (void)mod;
@@ -589,13 +662,6 @@ static PyObject *hot_mark_forked(PyObject *mod, PyObject *unused) {
     (void)unused;
     forked = 1;
     Py_RETURN_NONE;
-}
-
-static void set_ref(PyObject **slot, PyObject *v) {
-    PyObject *old = *slot;
-    Py_XINCREF(v);
-    *slot = v;
-    Py_XDECREF(old);
 }
 
 /* ---- DLPack capsules (python/pylucid/dlpack.py) ----
@@ -743,6 +809,7 @@ static PyMethodDef hot_methods[] = {
     {"flush", hot_flush, METH_NOARGS, "Releases the handles of dropped tensors waiting in the batch."},
     {"pending", hot_pending, METH_NOARGS, "How many dropped tensors' handles wait in the batch."},
     {"gc_started", hot_gc_started, METH_NOARGS, "Called as each collection starts (gc.callbacks)."},
+    {"set_out_desc", hot_set_out_desc, METH_VARARGS, "set_out_desc(fn, ndarray): NumPy out= descriptors."},
     {"set_forward", hot_set_forward, METH_O, "set_forward(n): forward-mode levels open (the Python path runs ops)."},
     {"set_pinned", hot_set_pinned, METH_O, "set_pinned(d): where records the library may still need wait."},
     {"release", hot_release, METH_O, "release(t): lets go of t's handle as dropping t would (t._h becomes 0)."},

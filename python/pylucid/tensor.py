@@ -6,6 +6,7 @@ import gc
 import math
 import operator
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -822,25 +823,46 @@ def _await_job(buf: Any) -> int:
 _LEN = lib.LUCID_META_LEN
 
 
-def _out_handle(o: Any, keep: List[Any]) -> int:
-    """The handle of an out= argument: a Tensor's own, or a tensor borrowing a
-    writable NumPy array's memory as it is (never a converted copy)."""
-    if o is None:
-        return 0
-    if isinstance(o, Tensor):
-        return o._h
-    if isinstance(o, np.ndarray):
+# Descriptors (lucid_out) of NumPy arrays passed as out=, by id(array): a
+# loop that writes into the same array pays for one descriptor. An entry is
+# used only while its array is alive and unchanged in shape, strides, dtype
+# and writeability.
+_out_descs: Dict[int, Tuple[Any, Tuple[int, ...], Tuple[int, ...], Any, Any]] = {}
+
+
+def out_desc(o: np.ndarray) -> Any:
+    """A lucid_out describing a writable NumPy array (lent for one call)."""
+    e = _out_descs.get(id(o))
+    if e is not None and e[0]() is o and e[1] == o.shape and e[2] == o.strides and e[3] == o.dtype:
         if not o.flags.writeable:
             raise ValueError("out is a read-only array")
-        if o.dtype.byteorder not in ("=", "|") or any(st % o.itemsize for st in o.strides):
-            raise ValueError("out must be an array in native byte order with strides that are multiples of its item "
-                             "size, got dtype %s with strides %s" % (o.dtype, o.strides))
-        dt = from_numpy_dtype(o.dtype)
-        ptr = o.__array_interface__["data"][0]
-        t = borrow(ptr, dt, o.shape, [st // o.itemsize for st in o.strides], False, o)
-        keep.append(t)
-        return t._h
-    raise TypeError("out must be a pylucid.Tensor or a numpy.ndarray, got %s" % type(o).__name__)
+        return e[4]
+    if not o.flags.writeable:
+        raise ValueError("out is a read-only array")
+    if o.dtype.byteorder not in ("=", "|") or any(st % o.itemsize for st in o.strides):
+        raise ValueError("out must be an array in native byte order with strides that are multiples of its item "
+                         "size, got dtype %s with strides %s" % (o.dtype, o.strides))
+    if o.ndim > lib.LUCID_MAX_DIMS:
+        raise ValueError("arrays with more than %d dims are not supported" % lib.LUCID_MAX_DIMS)
+    dt = from_numpy_dtype(o.dtype)
+    d = ffi.new("lucid_out *")
+    shape = ffi.new("int64_t[]", list(o.shape) or [0])
+    strides = ffi.new("int64_t[]", [st // o.itemsize for st in o.strides] or [0])
+    d.handle = 0
+    d.data = ffi.cast("void *", o.__array_interface__["data"][0])
+    d.dtype = dt.code
+    d.ndim = o.ndim
+    d.shape = shape
+    d.strides = strides
+    if len(_out_descs) >= 64:
+        _out_descs.clear()
+    _out_descs[id(o)] = (weakref.ref(o), o.shape, o.strides, o.dtype, (d, shape, strides))
+    return (d, shape, strides)
+
+
+def out_desc_address(o: np.ndarray) -> int:
+    """out_desc(o)'s address, for _hot's C path."""
+    return int(ffi.cast("intptr_t", out_desc(o)[0]))
 
 
 def call_op(op: int, ins: Sequence[Optional["Tensor"]], attrs: Sequence[int], out: Any, nout: int) -> List[Any]:
@@ -855,7 +877,7 @@ def call_op(op: int, ins: Sequence[Optional["Tensor"]], attrs: Sequence[int], ou
         r = _jvp_op(op, ins, attrs, nout)
         if r is not None:
             return r
-    in_arr = ffi.new("int64_t[]", [0 if t is None else t._h for t in ins])
+    in_arr = ffi.new("int64_t[]", [0 if t is None else t._h for t in ins] or [0])
     given: Optional[Sequence[Any]] = None
     outs_arr = _NULL
     keep: List[Any] = []
@@ -866,7 +888,18 @@ def call_op(op: int, ins: Sequence[Optional["Tensor"]], attrs: Sequence[int], ou
             raise TypeError("out must be a tuple of %d tensors or arrays" % nout)
         else:
             given = tuple(out)
-        outs_arr = ffi.new("int64_t[]", [_out_handle(o, keep) for o in given])
+        outs_arr = ffi.new("lucid_out[]", nout)
+        for i, o in enumerate(given):
+            if o is None:
+                outs_arr[i].dtype = -1
+            elif isinstance(o, Tensor):
+                outs_arr[i].handle = o._h
+            elif isinstance(o, np.ndarray):
+                d = out_desc(o)
+                keep.append(d)
+                outs_arr[i] = d[0][0]
+            else:
+                raise TypeError("out must be a pylucid.Tensor or a numpy.ndarray, got %s" % type(o).__name__)
     meta = ffi.new("int64_t[]", nout * _LEN)
     attrs_arr = ffi.new("int64_t[]", list(attrs)) if attrs else _NULL
     rc = _lucid_op_n(op, in_arr, len(ins), attrs_arr, len(attrs), outs_arr, nout if given is not None else 0,
@@ -1017,6 +1050,7 @@ if _hot is not None:
     _hot.init(Tensor, tuple(BY_CODE.get(i) for i in range(256)), state, raise_status, drain, _py_binary, _py_reduce,
               bytes(_hot_kind(s) for s in _lib.schema_table()))
     _hot.set_pinned(functions)
+    _hot.set_out_desc(out_desc_address, np.ndarray)
     binary = _hot.binary
     _hot_reduce_all = _hot.reduce_all
     _hot_grad = _hot.grad
