@@ -41,7 +41,8 @@ var jobsRunning atomic.Int64
 type job struct {
 	stop     chan struct{} // closed by cancel: the work's ops.Context.Done
 	ended    chan struct{} // closed once the work has ended
-	result   *tensor.Tensor
+	result   []*tensor.Tensor // one per output
+	given    []*tensor.Tensor // out= tensors (fillMetas gives them no handle)
 	err      error
 	panicked any // a panic of the work, reported as LUCID_EPANIC
 }
@@ -54,8 +55,8 @@ var jobs = struct {
 
 // startJob runs work under a copy of c whose Done is the job's stop channel
 // on a goroutine of its own, and returns the job's id.
-func startJob(c *ops.Context, work func(c *ops.Context) (*tensor.Tensor, error)) int64 {
-	j := &job{stop: make(chan struct{}), ended: make(chan struct{})}
+func startJob(c *ops.Context, given []*tensor.Tensor, work func(c *ops.Context) ([]*tensor.Tensor, error)) int64 {
+	j := &job{stop: make(chan struct{}), ended: make(chan struct{}), given: given}
 	jc := *c
 	jc.Done = j.stop
 	jobsRunning.Add(1)
@@ -68,7 +69,7 @@ func startJob(c *ops.Context, work func(c *ops.Context) (*tensor.Tensor, error))
 	return id
 }
 
-func (j *job) run(c *ops.Context, work func(c *ops.Context) (*tensor.Tensor, error)) {
+func (j *job) run(c *ops.Context, work func(c *ops.Context) ([]*tensor.Tensor, error)) {
 	defer func() {
 		// No panic may end the process: it goes to whoever waits.
 		if r := recover(); r != nil {
@@ -126,7 +127,7 @@ func lucid_job_wait(id C.int64_t, ms C.int32_t, meta *C.int64_t) (rc C.int) {
 	if j.err != nil {
 		return status(j.err)
 	}
-	return status(fillMeta(meta, j.result))
+	return status(fillMetas(meta, j.result, j.given))
 }
 
 //export lucid_job_cancel

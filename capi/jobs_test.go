@@ -197,7 +197,7 @@ func hugeWarm(t *testing.T) *tensor.Tensor {
 // A panic inside a job comes back as LUCID_EPANIC from the wait, and an
 // error as its own status: never a crash.
 func TestJobPanicsAndErrorsComeBack(t *testing.T) {
-	job := startJob(ops.Default(), func(*ops.Context) (*tensor.Tensor, error) { panic("boom") })
+	job := startJob(ops.Default(), nil, func(*ops.Context) ([]*tensor.Tensor, error) { panic("boom") })
 	rc, _ := jobWait(job, 10000)
 	if rc != statusPanic {
 		t.Fatalf("status %d, want LUCID_EPANIC", rc)

@@ -270,7 +270,8 @@ int lucid_op(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int64
  * (LUCID_ETYPE), writable, no zero strides, no memory shared with an input
  * except being that input (in place) and none with another out; a call that
  * would record a graph fails (LUCID_ERUNTIME). On error no out was written.
- * At most 4 outputs. */
+ * At most 4 outputs. LUCID_MODE_INTERRUPTIBLE works as for lucid_op (a
+ * reduction's job; lucid_job_wait then fills every output's block). */
 int lucid_op_n(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int64_t *attrs, int32_t n_attrs,
                const lucid_out *outs, int32_t n_outs, int32_t mode, int64_t *meta);
 /* Forward mode: runs op_id as lucid_op_n does (no out=) and pushes

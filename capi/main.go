@@ -503,7 +503,7 @@ func genericOp(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int6
 	if nAttrs > 0 {
 		as = unsafe.Slice((*int64)(unsafe.Pointer(attrs)), int(nAttrs))
 	}
-	if interruptible && nInputs == 1 && in[0].Numel() >= longWork && isReduction(id) {
+	if interruptible && nInputs == 1 && in[0].Numel() >= longWork && isReduction(id) && opOutputs[id] == 1 {
 		return nil, startOpJob(c, int(id), in, as), nil
 	}
 	t, err := ops.Call(c, int(id), in, as)
@@ -520,6 +520,16 @@ var opKinds = func() []ops.Kind {
 	return ks
 }()
 
+// opOutputs holds the output count of every op id.
+var opOutputs = func() []int {
+	ss := ops.Schemas()
+	n := make([]int, len(ss))
+	for i, s := range ss {
+		n[i] = s.Outputs
+	}
+	return n
+}()
+
 func isReduction(id C.int32_t) bool {
 	return id >= 0 && int(id) < len(opKinds) && opKinds[id] == ops.Reduction
 }
@@ -531,7 +541,13 @@ func isReduction(id C.int32_t) bool {
 func startOpJob(c *ops.Context, id int, in []*tensor.Tensor, as []int64) int64 {
 	ins := append([]*tensor.Tensor(nil), in...)
 	attrs := append([]int64(nil), as...)
-	return startJob(c, func(c *ops.Context) (*tensor.Tensor, error) { return ops.Call(c, id, ins, attrs) })
+	return startJob(c, nil, func(c *ops.Context) ([]*tensor.Tensor, error) {
+		t, err := ops.Call(c, id, ins, attrs)
+		if err != nil {
+			return nil, err
+		}
+		return []*tensor.Tensor{t}, nil
+	})
 }
 
 //export lucid_op

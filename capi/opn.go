@@ -116,6 +116,13 @@ func outTensor(o *C.lucid_out) (*tensor.Tensor, error) {
 func lucid_op_n(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int64_t, nAttrs C.int32_t,
 	outs *C.lucid_out, nOuts C.int32_t, mode C.int32_t, meta *C.int64_t) (rc C.int) {
 	defer recoverPanic(&rc)
+	var pending int64 // a job started instead (LUCID_MODE_INTERRUPTIBLE)
+	defer func() {
+		if rc == 0 && pending != 0 {
+			*meta = C.int64_t(pending)
+			rc = statusPending
+		}
+	}()
 	return status(func() error {
 		c, in, as, err := opArgs(inputs, nInputs, attrs, nAttrs, mode)
 		if err != nil {
@@ -132,6 +139,13 @@ func lucid_op_n(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int
 					return err
 				}
 			}
+		}
+		if mode&C.LUCID_MODE_INTERRUPTIBLE != 0 && len(in) == 1 && in[0] != nil && in[0].Numel() >= longWork &&
+			isReduction(id) {
+			pending = startJob(c, given, func(c *ops.Context) ([]*tensor.Tensor, error) {
+				return ops.CallN(c, int(id), in, as, given)
+			})
+			return nil
 		}
 		res, err := ops.CallN(c, int(id), in, as, given)
 		if err != nil {

@@ -269,6 +269,17 @@ type Interruptible interface {
 	SumUntil(out, a *tensor.Tensor, done <-chan struct{}) error
 }
 
+// InterruptibleArgReduce is Interruptible for ArgReduce: a selecting
+// reduction (amin, amax, argmin, argmax, min, max) over a broadcast view
+// can be as long as a sum.
+type InterruptibleArgReduce interface {
+	// ArgReduceUntil is ArgReduce that checks done as SumUntil does and,
+	// once it is closed, stops early and returns ErrInterrupted (vals and
+	// idx then hold garbage). Results that are not interrupted are
+	// ArgReduce's, bit for bit.
+	ArgReduceUntil(r Rule, vals, idx, a *tensor.Tensor, done <-chan struct{}) error
+}
+
 // ErrInterrupted is the error of a kernel stopped by its done channel.
 var ErrInterrupted = errors.New("interrupted")
 

@@ -1,6 +1,9 @@
 package ops
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/pylucid/pylucid/core/amp"
 	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/dtype"
@@ -204,7 +207,7 @@ func extreme(c *Context, s *spec, x *tensor.Tensor, dims []int, keepdim bool) ([
 			return nil, nil, err
 		}
 	}
-	if err := c.Backend.ArgReduce(s.rule, vals, idx, x); err != nil {
+	if err := argReduce(c, s, vals, idx, x); err != nil {
 		return nil, nil, err
 	}
 	var outs []*tensor.Tensor
@@ -228,6 +231,26 @@ func extreme(c *Context, s *spec, x *tensor.Tensor, dims []int, keepdim bool) ([
 		}
 	}
 	return outs, idx, nil
+}
+
+// argReduce runs the backend's ArgReduce, stopping early once c.Done is
+// closed (as sumInto does).
+func argReduce(c *Context, s *spec, vals, idx, x *tensor.Tensor) error {
+	if c.Done == nil {
+		return c.Backend.ArgReduce(s.rule, vals, idx, x)
+	}
+	var err error
+	if ib, ok := c.Backend.(backend.InterruptibleArgReduce); ok {
+		err = ib.ArgReduceUntil(s.rule, vals, idx, x, c.Done)
+	} else if backend.Stopped(c.Done) {
+		err = ErrInterrupted
+	} else {
+		err = c.Backend.ArgReduce(s.rule, vals, idx, x)
+	}
+	if errors.Is(err, ErrInterrupted) {
+		return fmt.Errorf("%s: %w", s.Name, err)
+	}
+	return err
 }
 
 // extremeVJP scatters the values' gradient to the winners.

@@ -903,9 +903,12 @@ def call_op(op: int, ins: Sequence[Optional["Tensor"]], attrs: Sequence[int], ou
     meta = ffi.new("int64_t[]", nout * _LEN)
     attrs_arr = ffi.new("int64_t[]", list(attrs)) if attrs else _NULL
     rc = _lucid_op_n(op, in_arr, len(ins), attrs_arr, len(attrs), outs_arr, nout if given is not None else 0,
-                     state.mode, meta)
+                     state.mode | _INTERRUPTIBLE, meta)
     if rc:
-        raise_status(rc)
+        if rc == _PENDING:
+            rc = _await_job(meta)  # a long reduction: Ctrl-C stops it (lucid.h)
+        if rc:
+            raise_status(rc)
     mv = memoryview(ffi.buffer(meta)).cast("q")
     res: List[Any] = []
     for i in range(nout):
