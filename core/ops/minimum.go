@@ -32,52 +32,36 @@ import (
 //
 // Schema: "minimum", version 1, Promote, deterministic. Forward: the
 // backend's minimum kernel. See also MaximumBackward, the mirror.
-var minimumOp = define(&spec{
-	OpSchema: OpSchema{Name: "minimum", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 2, Outputs: 1},
-	node:   "MinimumBackward",
-	kernel: backend.Minimum,
-	saves:  savesInputs,
-	vjp:    selectionVJP(backend.RuleMin),
-	jvp:    selectionJVP(backend.RuleMin),
-})
+var minimumOp = defineSelecting("minimum", "MinimumBackward", backend.Minimum)
 
 // MaximumBackward is the mirror of MinimumBackward: a wins iff a >= b or a is
 // NaN; ties go to a.
-var maximumOp = define(&spec{
-	OpSchema: OpSchema{Name: "maximum", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 2, Outputs: 1},
-	node:   "MaximumBackward",
-	kernel: backend.Maximum,
-	saves:  savesInputs,
-	vjp:    selectionVJP(backend.RuleMax),
-	jvp:    selectionJVP(backend.RuleMax),
-})
+var maximumOp = defineSelecting("maximum", "MaximumBackward", backend.Maximum)
 
 // FminBackward is MinimumBackward under NumPy's fmin rule: a wins iff
 // a <= b or b is NaN, so NaN is ignored unless both are NaN (then a's NaN
 // and a's gradient). backend.RuleFMin states the rule; the kernels and the
 // gradient both take it from there.
-var fminOp = define(&spec{
-	OpSchema: OpSchema{Name: "fmin", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 2, Outputs: 1},
-	node:   "FminBackward",
-	kernel: backend.FMin,
-	saves:  savesInputs,
-	vjp:    selectionVJP(backend.RuleFMin),
-	jvp:    selectionJVP(backend.RuleFMin),
-})
+var fminOp = defineSelecting("fmin", "FminBackward", backend.FMin)
 
 // FmaxBackward: the mirror of FminBackward (a >= b or b is NaN).
-var fmaxOp = define(&spec{
-	OpSchema: OpSchema{Name: "fmax", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 2, Outputs: 1},
-	node:   "FmaxBackward",
-	kernel: backend.FMax,
-	saves:  savesInputs,
-	vjp:    selectionVJP(backend.RuleFMax),
-	jvp:    selectionJVP(backend.RuleFMax),
-})
+var fmaxOp = defineSelecting("fmax", "FmaxBackward", backend.FMax)
+
+// defineSelecting registers a binary selection: kernel k of the backend,
+// the gradient and tangent of k's rule.
+func defineSelecting(name, node string, k backend.BinaryOp) *spec {
+	r, _ := k.Rule()
+	return define(&spec{
+		OpSchema: OpSchema{Name: name, Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+			Kind: Elementwise, Arity: 2, Outputs: 1},
+		node:   node,
+		kernel: k,
+		rule:   r,
+		saves:  savesInputs,
+		vjp:    selectionVJP(r),
+		jvp:    selectionJVP(r),
+	})
+}
 
 // selectionVJP is the gradient of a binary selection by rule r: the output
 // gradient routed to the winner.
