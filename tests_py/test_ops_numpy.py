@@ -1506,6 +1506,10 @@ def test_out_argument(info, dt):
     for x in ro:
         x.flags.writeable = False
     bad_cases.append((ValueError, ro))
+    # a writable zero-stride view (its elements share memory): ValueError
+    bad_cases.append((ValueError, [np.lib.stride_tricks.as_strided(
+        np.full((1,) * w.ndim, 5, T.NP_OF[w.dtype.name]), shape=w.shape, strides=(0,) * w.ndim, writeable=True)
+        for w in want]))
     for exc, outs in bad_cases:
         before = [T.bits(np.asarray(to_numpy(o) if isinstance(o, pylucid.Tensor) else o)).copy() for o in outs]
         with pytest.raises(exc):
@@ -1552,6 +1556,20 @@ def test_out_argument(info, dt):
             r = call(*tin, out=o)
         assert r is o or (two and r[0] is o[0])
         check_out_values(outputs_of(r), want)
+        # forward mode: out= records no tangent, so an input with a tangent is
+        # refused (RuntimeError, out unchanged) rather than given a wrong one
+        o = out_like(want, lambda s, d: np.full(s, 5, d))
+        fn = lambda x0: call(x0, *ins[1:], out=o)  # noqa: E731
+        if info.differentiable:
+            with pytest.raises(RuntimeError, match="forward-mode"):
+                autograd.jvp(fn, pylucid.tensor(ins[0]), np.ones(ins[0].shape))
+            for x in outputs_of(o):
+                assert (x == 5).all()
+        else:  # no tangent to lose: allowed (a Tensor out, as jvp's fn returns Tensors)
+            ot = pylucid.zeros(want[0].shape, want[0].dtype)
+            r, tan = autograd.jvp(lambda x0: call(x0, *ins[1:], out=ot), pylucid.tensor(ins[0]), np.ones(ins[0].shape))
+            assert r is ot and not to_numpy(tan).any()
+            check_out_values([ot], want)
 
 
 def test_out_examples():
