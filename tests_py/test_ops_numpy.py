@@ -1055,6 +1055,29 @@ def test_clamp_grad_dtypes(dt):
         np.testing.assert_array_equal(to_numpy(gt).astype(np.float64), T.sum_to_shape(r, a.shape))
 
 
+@pytest.mark.parametrize("which", ["x", "lo", "hi"])
+def test_clamp_grad_flows_to_float_operands_only(which):
+    """Integer operands and operands without requires_grad have no edge
+    (next_functions None); the one that requires grad gets its selection of g."""
+    x = np.array([0.5, 2.5, 7.0])
+    lo = np.array([1.0, 1.0, 1.0])
+    hi = np.array([3], np.int64)
+    if which == "hi":
+        hi = np.array([3.0, 2.0, 3.0])
+    vals = {"x": x, "lo": lo, "hi": hi}
+    t = pylucid.tensor(vals[which], requires_grad=True)
+    args = [t if k == which else (v.astype(np.int32) if k == "lo" and which != "lo" else v) for k, v in vals.items()]
+    y = ops.clamp(*args)
+    assert y.dtype is pylucid.float64
+    edges = [n is not None for n, _ in y.grad_fn.next_functions]
+    assert edges == [k == which for k in vals]
+    g = np.array([1.0, 2.0, 4.0])
+    (gt,) = autograd.grad([y], [t], grad_outputs=[g])
+    ref = T.clamp_grad_ref(g, *[np.asarray(a, np.float64) if not isinstance(a, pylucid.Tensor) else to_numpy(a)
+                                for a in args])
+    np.testing.assert_array_equal(to_numpy(gt), T.sum_to_shape(ref[list(vals).index(which)], t.shape))
+
+
 # ------------------------------------------------------------------ amin/amax, argmin/argmax, min/max: forward
 
 
