@@ -39,8 +39,8 @@ var longWork = 1 << 24
 var jobsRunning atomic.Int64
 
 type job struct {
-	stop     chan struct{} // closed by cancel: the work's ops.Context.Done
-	ended    chan struct{} // closed once the work has ended
+	stop     chan struct{}    // closed by cancel: the work's ops.Context.Done
+	ended    chan struct{}    // closed once the work has ended
 	result   []*tensor.Tensor // one per output
 	given    []*tensor.Tensor // out= tensors (fillMetas gives them no handle)
 	err      error

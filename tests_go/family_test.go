@@ -282,7 +282,9 @@ var familyCalls = []familyCall{
 	{"amin", [][]int{{3, 4, 2}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) {
 		return ops.Amin(c, in[0], []int{0, 2}, false)
 	}},
-	{"amax", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Amax(c, in[0], nil, false) }},
+	{"amax", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) {
+		return ops.Amax(c, in[0], nil, false)
+	}},
 	{"min", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) {
 		v, _, err := ops.MinDim(c, in[0], 1, true)
 		return v, err
@@ -353,8 +355,12 @@ func TestJvpMatchesFiniteDifferences(t *testing.T) {
 		{"mul", [][]int{{3, 4}, {3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Mul(c, in[0], in[1]) }},
 		{"div", [][]int{{3, 4}, {4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Div(c, in[0], in[1]) }},
 		{"neg", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Neg(c, in[0]) }},
-		{"sum", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Sum(c, in[0], nil, false) }},
-		{"mean", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Mean(c, in[0], nil, false) }},
+		{"sum", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) {
+			return ops.Sum(c, in[0], nil, false)
+		}},
+		{"mean", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) {
+			return ops.Mean(c, in[0], nil, false)
+		}},
 	}, familyCalls...)
 	for _, fc := range calls {
 		r := newRand(seedOf("jvp-fd", fc.name))
@@ -412,6 +418,28 @@ func TestJvpMatchesFiniteDifferences(t *testing.T) {
 			fd[i] = (plus[i] - minus[i]) / (2 * eps)
 		}
 		requireClose(t, fd, jv.Float64s(), 1e-6, 1e-5, fc.name)
+	}
+}
+
+// argmin/argmax have a forward-mode rule too (docs/autograd.md: every
+// built-in op has one): their int64 positions get no tangent, and a jvp
+// through them does not fail.
+func TestArgJvpHasNoTangent(t *testing.T) {
+	x := f64(t, []int{2, 3}, 3, 1, 2, 0, 5, 5)
+	v := f64(t, []int{2, 3}, 1, 2, 3, 4, 5, 6)
+	for _, name := range []string{"argmin", "argmax"} {
+		s, ok := ops.Lookup(name)
+		require.True(t, ok)
+		for _, attrs := range [][]int64{{0, -1}, {1, 1, 1}} {
+			outs, touts, err := ops.CallJvp(nil, s.ID, ts(x), ts(v), attrs)
+			require.NoError(t, err, name)
+			require.Len(t, outs, 1)
+			require.Len(t, touts, 1)
+			assert.Nil(t, touts[0], name)
+			want, err := ops.CallN(nil, s.ID, ts(x), attrs, nil)
+			require.NoError(t, err)
+			assert.Equal(t, want[0].Int64s(), outs[0].Int64s(), name)
+		}
 	}
 }
 

@@ -1,6 +1,6 @@
 """The op table of the Python tests (in the spirit of PyTorch's OpInfo).
 
-One entry per public op of ``pylucid.ops``: the pylucid callable, a NumPy
+One entry per public op of ``pylucid.ops`` (``clip`` is ``clamp``: :data:`ALIASES`): the pylucid callable, a NumPy
 reference of the forward (computed in the op's result dtype), the dtypes the
 op accepts, whether it is differentiable and, for differentiable ops, a NumPy
 reference of the gradients given the upstream gradient ``g``. Tests in
@@ -135,6 +135,19 @@ def a_wins_max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return (a >= b) | _isnan(a)
 
 
+def a_wins_fmin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """docs/semantics.md rule of fmin (NumPy's fmin): a wins iff a <= b or b is NaN
+    (so both NaN: a)."""
+    with np.errstate(invalid="ignore"):
+        return (a <= b) | _isnan(b)
+
+
+def a_wins_fmax(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """fmax: a wins iff a >= b or b is NaN."""
+    with np.errstate(invalid="ignore"):
+        return (a >= b) | _isnan(b)
+
+
 def _select(wins: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
     def ref(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b = np.broadcast_arrays(a, b)
@@ -168,11 +181,16 @@ def _errstate(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
 class OpInfo:
     name: str
     op: Callable[..., Any]
-    #: "binary", "unary" or "reduction"
+    #: "binary", "unary", "reduction" (sum, mean), "clamp" (x, min, max),
+    #: "extreme" (amin/amax over dims), "arg" (argmin/argmax over one dim or
+    #: all) or "minmax_dim" (min/max: amin over all dims, or (values,
+    #: indices) over one)
     kind: str
     #: forward reference: binary ref(a, b) / unary ref(a) with the inputs
     #: already cast to the compute dtype; reduction ref(a64, axis, keepdims)
-    #: on float64/int64 data.
+    #: on float64/int64 data; clamp ref(x, lo, hi) (None: no bound) in the
+    #: compute dtype; extreme/arg/minmax_dim ref(x, axis, keepdims) on x in
+    #: its own dtype (values: the winners' bits; minmax_dim: the values).
     ref: Callable[..., np.ndarray]
     #: the plain NumPy function of the same name (documented differences
     #: against it are tested explicitly)
@@ -185,17 +203,36 @@ class OpInfo:
     bit_exact: bool
     differentiable: bool
     #: gradients, float64: binary grad(g, a, b) -> (ga, gb) in the broadcast
-    #: shape (un-reduced); unary grad(g, a) -> (ga,); reduction
-    #: grad(g, a, axis, keepdims) -> (ga,)
+    #: shape (un-reduced); unary grad(g, a) -> (ga,); reduction, extreme and
+    #: minmax_dim grad(g, a, axis, keepdims) -> (ga,); clamp grad(g, x, lo,
+    #: hi) -> (gx, glo, ghi) in the broadcast shape
     grad_ref: Optional[Callable[..., Tuple[np.ndarray, ...]]] = None
     _: dataclasses.KW_ONLY
     #: name of the autograd node
     node: Optional[str] = None
     #: operand values must stay away from zero (b of div) for gradients
     nonzero_b: bool = False
-    #: forward-mode reference and out= cases: reserved, no row has them yet
+    #: reserved (forward mode and out= are tested for every row from the
+    #: forward references: test_ops_numpy.py's jvp and out= sections)
     jvp_ref: Optional[Callable[..., Tuple[np.ndarray, ...]]] = None
     out_cases: Tuple[Any, ...] = ()
+    #: the min/max family and minimum/maximum: values are a winner's bits
+    #: (NaN payloads included), so forward checks compare every bit
+    selection: bool = False
+    #: the op's win rule a_wins(a, b) (selection ops)
+    wins: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]] = None
+
+    @property
+    def schema_kind(self) -> str:
+        return "elementwise" if self.kind in ("binary", "unary", "clamp") else "reduction"
+
+    @property
+    def arity(self) -> int:
+        return {"binary": 2, "clamp": 3}.get(self.kind, 1)
+
+    @property
+    def outputs(self) -> int:
+        return 2 if self.kind == "minmax_dim" else 1
 
     def supported(self, dt: str) -> bool:
         return self.accepts(dt)
@@ -257,14 +294,149 @@ def _mean_ref(a: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
         return np.mean(a, axis=axis, keepdims=keepdims)
 
 
+# ---- the min/max family (docs/semantics.md): references
+
+
+def clamp_ref(x: np.ndarray, lo: Optional[np.ndarray], hi: Optional[np.ndarray]) -> np.ndarray:
+    """clamp = minimum(maximum(x, lo), hi) with the selection rule (a missing
+    bound skipped): the winner's bits; at x == bound (+-0 included) x wins."""
+    w = np.asarray(x)
+    if lo is not None:
+        w = _select(a_wins_max)(w, lo)
+    if hi is not None:
+        w = _select(a_wins_min)(w, hi)
+    return np.asarray(w)
+
+
+def clamp_grad_ref(g: np.ndarray, x: np.ndarray, lo: Optional[np.ndarray],
+                   hi: Optional[np.ndarray]) -> Tuple[np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]:
+    """(gx, glo, ghi) in the broadcast shape (un-reduced): the whole g to the
+    operand whose bits the result is (None for a missing bound)."""
+    arrs = [np.asarray(x)] + [np.asarray(b) for b in (lo, hi) if b is not None]
+    shape = np.broadcast_shapes(np.shape(g), *[a.shape for a in arrs])
+    g = np.broadcast_to(g, shape).astype(np.float64)
+    xb = np.broadcast_to(x, shape)
+    from_x = np.ones(shape, bool)
+    from_lo = np.zeros(shape, bool)
+    w = xb
+    if lo is not None:
+        lb = np.broadcast_to(lo, shape)
+        keep = a_wins_max(w, lb)
+        from_lo = ~keep
+        from_x = keep
+        w = np.where(keep, w, lb)
+    from_hi = np.zeros(shape, bool)
+    if hi is not None:
+        hb = np.broadcast_to(hi, shape)
+        keep = a_wins_min(w, hb)
+        from_hi = ~keep
+        from_x = from_x & keep
+        from_lo = from_lo & keep
+    z = np.zeros(shape)
+    return (np.where(from_x, g, z), None if lo is None else np.where(from_lo, g, z),
+            None if hi is None else np.where(from_hi, g, z))
+
+
+def norm_axes(ndim: int, axis: Any) -> Tuple[int, ...]:
+    """The reduced dims, non-negative and sorted (row-major order of the slice)."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    return tuple(sorted(int(x) % ndim for x in axes))
+
+
+def _order_key(x: np.ndarray) -> np.ndarray:
+    """x as float64/int64 (order and NaN-ness kept) for np.argmin/argmax."""
+    x = np.asarray(x)
+    if x.dtype.kind in "biu":
+        return x.astype(np.int64)
+    return x.astype(np.float64)
+
+
+def extreme_index(x: np.ndarray, axis: Any, largest: bool) -> Tuple[np.ndarray, np.ndarray]:
+    """The winner of each reduced slice by the fold rule (docs/semantics.md):
+    the first NaN if there is one, else the first smallest (largest) element
+    in row-major order of the reduced dims -- np.argmin/np.argmax exactly.
+    Returns (values with keepdims, positions with keepdims) where a position
+    indexes the slice flattened in row-major order."""
+    x = np.asarray(x)
+    axes = norm_axes(x.ndim, axis)
+    kept = [d for d in range(x.ndim) if d not in axes]
+    moved = np.transpose(x, kept + list(axes))
+    lead = [x.shape[d] for d in kept]
+    flat = moved.reshape(lead + [int(np.prod([x.shape[d] for d in axes], dtype=np.int64))])
+    key = _order_key(flat)
+    with np.errstate(invalid="ignore"):
+        pos = np.argmax(key, axis=-1) if largest else np.argmin(key, axis=-1)
+    vals = np.take_along_axis(flat, pos[..., None], axis=-1)[..., 0]
+    keep_shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape))
+    return vals.reshape(keep_shape), pos.reshape(keep_shape).astype(np.int64)
+
+
+def _squeeze(r: np.ndarray, ndim: int, axis: Any, keepdims: bool) -> np.ndarray:
+    if keepdims:
+        return r
+    axes = norm_axes(ndim, axis)
+    return r.reshape(tuple(n for d, n in enumerate(r.shape) if d not in axes))
+
+
+def extreme_ref(largest: bool) -> Callable[..., np.ndarray]:
+    def ref(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
+        x = np.asarray(x)
+        if axis == ():
+            return x.copy()
+        v, _ = extreme_index(x, axis, largest)
+        return _squeeze(v, x.ndim, axis, keepdims)
+
+    return ref
+
+
+def arg_ref(largest: bool) -> Callable[..., np.ndarray]:
+    """np.argmin/np.argmax (flat index when axis is None), keepdims as pylucid."""
+
+    def ref(x: np.ndarray, axis: Optional[int], keepdims: bool) -> np.ndarray:
+        key = _order_key(x)
+        with np.errstate(invalid="ignore"):
+            r = np.argmax(key, axis=axis) if largest else np.argmin(key, axis=axis)
+        r = np.asarray(r, dtype=np.int64)
+        if keepdims:
+            r = r.reshape((1,) * x.ndim) if axis is None else np.expand_dims(r, axis)
+        return r
+
+    return ref
+
+
+def extreme_grad_ref(largest: bool) -> Callable[..., Tuple[np.ndarray]]:
+    """The whole upstream gradient of each output at its winner's position."""
+
+    def grad(g: np.ndarray, x: np.ndarray, axis: Any, keepdims: bool) -> Tuple[np.ndarray]:
+        x = np.asarray(x)
+        if axis == ():
+            return (np.broadcast_to(g, x.shape).astype(np.float64),)
+        axes = norm_axes(x.ndim, axis)
+        _, pos = extreme_index(x, axis, largest)
+        kept = [d for d in range(x.ndim) if d not in axes]
+        lead = [x.shape[d] for d in kept]
+        n = int(np.prod([x.shape[d] for d in axes], dtype=np.int64))
+        gk = np.asarray(g, dtype=np.float64).reshape(pos.shape)  # keepdims layout
+        gm = np.zeros(lead + [n])
+        np.put_along_axis(gm, np.transpose(pos, kept + list(axes)).reshape(lead + [1]),
+                          np.transpose(gk, kept + list(axes)).reshape(lead + [1]), axis=-1)
+        moved_shape = lead + [x.shape[d] for d in axes]
+        back = np.argsort(kept + list(axes))
+        return (np.transpose(gm.reshape(moved_shape), back),)
+
+    return grad
+
+
 OPS = [
     OpInfo(
         "minimum", ops.minimum, "binary", _select(a_wins_min), np.minimum, _all, _same, True, True,
-        grad_ref=_route(a_wins_min), node="MinimumBackward",
+        grad_ref=_route(a_wins_min), node="MinimumBackward", selection=True, wins=a_wins_min,
     ),
     OpInfo(
         "maximum", ops.maximum, "binary", _select(a_wins_max), np.maximum, _all, _same, True, True,
-        grad_ref=_route(a_wins_max), node="MaximumBackward",
+        grad_ref=_route(a_wins_max), node="MaximumBackward", selection=True, wins=a_wins_max,
     ),
     OpInfo(
         "add", ops.add, "binary", _errstate(np.add), np.add, _all, _same, True, True,
@@ -300,12 +472,52 @@ OPS = [
             _expand_back(g, a.shape, axis, keepdims) / max(_axes_count(a.shape, axis), 1),),
         node="MeanBackward",
     ),
+    OpInfo(
+        "fmin", ops.fmin, "binary", _select(a_wins_fmin), np.fmin, _all, _same, True, True,
+        grad_ref=_route(a_wins_fmin), node="FminBackward", selection=True, wins=a_wins_fmin,
+    ),
+    OpInfo(
+        "fmax", ops.fmax, "binary", _select(a_wins_fmax), np.fmax, _all, _same, True, True,
+        grad_ref=_route(a_wins_fmax), node="FmaxBackward", selection=True, wins=a_wins_fmax,
+    ),
+    OpInfo(
+        "clamp", ops.clamp, "clamp", clamp_ref, np.clip, _all, _same, True, True,
+        grad_ref=clamp_grad_ref, node="ClampBackward", selection=True,
+    ),
+    OpInfo(
+        "amin", ops.amin, "extreme", extreme_ref(False), np.amin, _all, _same, True, True,
+        grad_ref=extreme_grad_ref(False), node="AminBackward", selection=True,
+    ),
+    OpInfo(
+        "amax", ops.amax, "extreme", extreme_ref(True), np.amax, _all, _same, True, True,
+        grad_ref=extreme_grad_ref(True), node="AmaxBackward", selection=True,
+    ),
+    OpInfo(
+        "argmin", ops.argmin, "arg", arg_ref(False), np.argmin, _all, lambda d: "int64", True, False,
+    ),
+    OpInfo(
+        "argmax", ops.argmax, "arg", arg_ref(True), np.argmax, _all, lambda d: "int64", True, False,
+    ),
+    OpInfo(
+        "min", ops.min, "minmax_dim", extreme_ref(False), np.min, _all, _same, True, True,
+        grad_ref=extreme_grad_ref(False), node="MinBackward", selection=True,
+    ),
+    OpInfo(
+        "max", ops.max, "minmax_dim", extreme_ref(True), np.max, _all, _same, True, True,
+        grad_ref=extreme_grad_ref(True), node="MaxBackward", selection=True,
+    ),
 ]
 OPS_BY_NAME = {o.name: o for o in OPS}
+#: public names that are another row's op object (NumPy's name for it)
+ALIASES = {"clip": "clamp"}
 #: registered ops that are not public callables, with the tests covering them
 #: (the library's own op table, tests_go/optable_test.go, has rows for them)
 INTERNAL_OPS = {
     "cast": "test_ops_numpy.py casts, test_half.py",
+    "clamp_route": "the clamp gradients",
+    "clamp_select": "the clamp double gradients and forward mode",
+    "gather": "the amin/amax/min/max double gradients and forward mode",
+    "scatter": "the amin/amax/min/max gradients",
     "copy": "test_zero_copy.py",
     "expand": "the sum/mean gradients",
     "reshape": "the sum/mean gradients",
@@ -316,6 +528,9 @@ BINARY = [o for o in OPS if o.kind == "binary"]
 UNARY = [o for o in OPS if o.kind == "unary"]
 REDUCTIONS = [o for o in OPS if o.kind == "reduction"]
 DIFFERENTIABLE = [o for o in OPS if o.differentiable]
+#: the reductions of the min/max family: amin/amax (dims), argmin/argmax and
+#: min/max over one dim
+EXTREMES = [o for o in OPS if o.kind in ("extreme", "arg", "minmax_dim")]
 
 
 def reference(info: OpInfo, *arrays: np.ndarray, out_dtype: str) -> np.ndarray:

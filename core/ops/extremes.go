@@ -74,6 +74,10 @@ func defineExtreme(name, nodeName string, r backend.Rule, k extremeKind) *spec {
 	})
 	if k != extremeIndex {
 		s.vjp, s.jvp = extremeVJP, extremeJVP
+	} else {
+		// Positions are integers: no tangent (zeros), but every op has a
+		// forward-mode rule (docs/autograd.md), so jvp through argmin works.
+		s.jvp = noTangentJVP
 	}
 	extremeKinds[s] = k
 	return s
@@ -261,6 +265,12 @@ func extremeVJP(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.T
 	}
 	g, err := scatter(c, g, saved[0], n.inputs[0].Shape)
 	return []*tensor.Tensor{g}, err
+}
+
+// noTangentJVP is the forward-mode rule of an op whose outputs are
+// integers (argmin, argmax): none has a tangent.
+func noTangentJVP(_ *Context, k *jvpCall, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	return make([]*tensor.Tensor, len(k.out)), nil
 }
 
 // extremeJVP gathers the winners' tangents.

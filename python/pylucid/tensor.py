@@ -873,10 +873,13 @@ def call_op(op: int, ins: Sequence[Optional["Tensor"]], attrs: Sequence[int], ou
         _lib.check_fork()
     if _interrupted:
         _reraise_interrupt()
-    if out is None and forward_levels[0] and _fw.level is not None:
-        r = _jvp_op(op, ins, attrs, nout)
-        if r is not None:
-            return r
+    if forward_levels[0] and _fw.level is not None:
+        if out is None:
+            r = _jvp_op(op, ins, attrs, nout)
+            if r is not None:
+                return r
+        else:
+            _refuse_out_with_tangents(op, ins, out)
     in_arr = ffi.new("int64_t[]", [0 if t is None else t._h for t in ins] or [0])
     given: Optional[Sequence[Any]] = None
     outs_arr = _NULL
@@ -917,6 +920,20 @@ def call_op(op: int, ins: Sequence[Optional["Tensor"]], attrs: Sequence[int], ou
         else:
             res.append(_from_meta(mv[i * _LEN:(i + 1) * _LEN]))
     return res
+
+
+def _refuse_out_with_tangents(op: int, ins: Sequence[Optional["Tensor"]], out: Any) -> None:
+    """out= records no tangent: with an input (or out) that has one in the
+    open forward-mode level, the written result's tangent would be silently
+    wrong (zero, or out's stale one), so the call is refused, as out= is in
+    grad mode with an input that requires grad (docs/semantics.md)."""
+    name = _lib.schema_table()[op]["name"]
+    if name in ("argmin", "argmax"):  # int64 positions: no tangent to lose (as they record no graph)
+        return
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    if any(tangent_of(t) is not None for t in tuple(ins) + outs):
+        raise RuntimeError("%s(): an out= argument does not support forward-mode differentiation, but an argument "
+                           "has a tangent (autograd.jvp); call it without out=" % name)
 
 
 class _Forward(threading.local):
