@@ -445,8 +445,8 @@ def check_jvp_selects(fn: Any, primals: Sequence[np.ndarray], tangents: Sequence
     """autograd.jvp(fn, primals, tangents): the output equals fn(primals) bit
     for bit and the output tangent is want_tangent bit for bit (the winner's
     tangent)."""
-    P = tuple(pylucid.from_numpy(p) for p in primals)
-    V = tuple(pylucid.from_numpy(v) for v in tangents)
+    P = tuple(pylucid.from_numpy(np.asarray(p)) for p in primals)
+    V = tuple(pylucid.from_numpy(np.asarray(v)) for v in tangents)
     out, tan = autograd.jvp(fn, P if len(P) > 1 else P[0], V if len(V) > 1 else V[0])
     assert isinstance(out, pylucid.Tensor) and isinstance(tan, pylucid.Tensor)
     same_bits(to_numpy(out), to_numpy(fn(*P)))
@@ -459,16 +459,16 @@ def check_jvp_numeric(fn: Any, primals: Sequence[np.ndarray], tangents: Sequence
                       eps: float = 1e-6) -> None:
     """float64 on tie-free data: the jvp equals central finite differences
     and the transpose of the vjp: <J v, u> == <v, Jᵀ u>."""
-    P = tuple(pylucid.from_numpy(p) for p in primals)
-    V = tuple(pylucid.from_numpy(v) for v in tangents)
+    P = tuple(pylucid.from_numpy(np.asarray(p)) for p in primals)
+    V = tuple(pylucid.from_numpy(np.asarray(v)) for v in tangents)
     _, tan = autograd.jvp(fn, P if len(P) > 1 else P[0], V if len(V) > 1 else V[0])
     jv = to_numpy(tan).astype(np.float64)
-    plus = fn(*(pylucid.from_numpy(p + eps * v) for p, v in zip(primals, tangents)))
-    minus = fn(*(pylucid.from_numpy(p - eps * v) for p, v in zip(primals, tangents)))
+    plus = fn(*(pylucid.from_numpy(np.asarray(p + eps * v)) for p, v in zip(primals, tangents)))
+    minus = fn(*(pylucid.from_numpy(np.asarray(p - eps * v)) for p, v in zip(primals, tangents)))
     fd = (to_numpy(plus).astype(np.float64) - to_numpy(minus).astype(np.float64)) / (2 * eps)
     np.testing.assert_allclose(jv, fd, rtol=1e-6, atol=1e-6)
     u = rng_for("jvp-u", tuple(p.shape for p in primals)).standard_normal(jv.shape)
-    leaves = [pylucid.from_numpy(p, requires_grad=True) for p in primals]
+    leaves = [pylucid.from_numpy(np.asarray(p), requires_grad=True) for p in primals]
     y = fn(*leaves)
     grads = autograd.grad([y], leaves, grad_outputs=[pylucid.from_numpy(np.asarray(u))], allow_unused=True)
     rhs = sum(float(np.sum(v * (0.0 if gr is None else to_numpy(gr)))) for v, gr in zip(tangents, grads))

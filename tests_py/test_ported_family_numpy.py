@@ -42,7 +42,7 @@ import pylucid
 from ported_family_util import (ARGS, DIM_ERRORS, FMINMAX, OUT_ERRORS, REDUCTIONS, cast, check_clamp,
                                 check_clamp_grad, check_fminmax, check_fminmax_grad, check_out,
                                 check_out_refused, check_reduction, check_reduction_grad, np_dtype_name, op,
-                                out_shape, ref_reduce, rng_for, same_bits, same_values, to_numpy)
+                                out_shape, rng_for, same_bits, same_values, to_numpy)
 from pylucid import ops
 
 ALL_INT_CODES = sorted(set(np.typecodes["AllInteger"]))
@@ -809,3 +809,55 @@ def test_clip_basic(group, array_max, clip_min, clip_max, inplace):
             else:
                 res = want
             assert np.all(res.astype(np.float64) >= clip_min) and np.all(res.astype(np.float64) <= clip_max)
+
+
+# ====================================================================== test_umath.py: NaN payloads and signed zeros
+
+#: quiet NaNs with distinct payloads and signs, per float dtype (raw bits)
+NAN_BITS = {"float16": (np.uint16, [0x7E01, 0xFE02, 0x7E03]), "bfloat16": (np.uint16, [0x7FC1, 0xFFC2, 0x7FC3]),
+            "float32": (np.uint32, [0x7FC00001, 0xFFC00002, 0x7FC00003]),
+            "float64": (np.uint64, [0x7FF8000000000001, 0xFFF8000000000002, 0x7FF8000000000003])}
+
+
+def _nans(dt):
+    ut, vals = NAN_BITS[dt]
+    return np.array(vals, dtype=ut).view(T.NP_OF[dt])
+
+
+@pytest.mark.parametrize("dt", T.FLOAT_NAMES)
+def test_nan_payloads_and_signed_zeros(dt):
+    """test_umath.py TestFmin/TestFmax.test_float_nans and
+    TestMinimum/TestMaximum's NaN cases, carried to the bits (NumPy's
+    assert_equal treats every NaN alike and -0.0 == +0.0): the result is the
+    winner's exact bits — the first NaN's payload and sign for amin/amax/
+    min/max (also its position), fmin/fmax of two NaNs give a's, a NaN x
+    keeps its payload through clamp, and of -0.0/+0.0 the first wins."""
+    n1, n2, n3 = _nans(dt)
+    one = cast(np.array(1.0), dt)
+    x = np.array([one, n2, one, n1, n3], dtype=T.NP_OF[dt])
+    for name in ("amin", "amax", "argmin", "argmax"):
+        r = check_reduction(name, x)
+        if name.startswith("arg"):
+            assert int(to_numpy(r)) == 1
+        else:
+            same_bits(to_numpy(r), n2)
+    for name in ("min", "max"):
+        v, i = op(name)(x.reshape(1, 5), 1)
+        same_bits(to_numpy(v), np.array([n2]))
+        assert to_numpy(i).tolist() == [1]
+    a = np.array([n1, n2, one, -one], dtype=T.NP_OF[dt])
+    b = np.array([n3, one, n3, n1], dtype=T.NP_OF[dt])
+    same_bits(check_fminmax("fmin", a, b), np.array([n1, one, one, -one], dtype=T.NP_OF[dt]))
+    same_bits(check_fminmax("fmax", a, b), np.array([n1, one, one, -one], dtype=T.NP_OF[dt]))
+    same_bits(check_clamp(a, -one, one), np.array([n1, n2, one, -one], dtype=T.NP_OF[dt]))
+    z, nz = cast(np.array([0.0]), dt), cast(np.array([-0.0]), dt)
+    zeros = np.concatenate([nz, z, nz, z])
+    same_bits(to_numpy(check_reduction("amax", zeros)), nz[0])
+    same_bits(to_numpy(check_reduction("amin", zeros[1:])), z[0])
+    assert int(to_numpy(check_reduction("argmax", zeros))) == 0
+    for name in FMINMAX:
+        same_bits(check_fminmax(name, np.concatenate([z, nz]), np.concatenate([nz, z])), np.concatenate([z, nz]))
+    same_bits(check_clamp(nz, z, None), nz)  # x == min: x's bits
+    same_bits(check_clamp(z, None, nz), z)
+    g = check_reduction_grad("amax", zeros, g=cast(np.array(2.0), dt))
+    assert g.astype(np.float64).tolist() == [2.0, 0.0, 0.0, 0.0]

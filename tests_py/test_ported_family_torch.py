@@ -52,7 +52,6 @@ Deliberate differences from PyTorch, asserted as pylucid's rule:
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 import pytest
@@ -62,8 +61,8 @@ import pylucid
 from ported_family_util import (ARGS, DIM_ERRORS, EXTREME, FMINMAX, MINMAX_DIM, NODE, OUT_ERRORS, REDUCTIONS,
                                 a_wins, cast, check_clamp, check_clamp_grad, check_fminmax, check_fminmax_grad,
                                 check_jvp_numeric, check_jvp_selects, check_out, check_out_refused,
-                                check_reduction, check_reduction_grad, distinct, np_dtype_name, op, out_shape,
-                                ref_arg, ref_clamp, ref_gather, ref_reduce, rng_for, same_bits, same_values, to_numpy)
+                                check_reduction, check_reduction_grad, distinct, op, out_shape,
+                                ref_arg, ref_clamp, ref_gather, rng_for, same_bits, same_values, to_numpy)
 from pylucid import autograd, ops
 from test_ported_torch import FLOATING, INTEGRAL_AND_BOOL, TORCH_DTYPES, make_tensor, torch_result_type
 
@@ -200,6 +199,7 @@ NONCONTIG = {
     "outermost": (lambda rng, dt: make_tensor((10, 10), dt, rng, low=-1, high=1)[::2, :], 0),
     "all": (lambda rng, dt: make_tensor((5, 5, 5), dt, rng, low=-1, high=1)[::2, ::3, 1:-1:2], None),
     "transposed": (lambda rng, dt: make_tensor((5, 5), dt, rng, low=-1, high=1).T, None),
+    "negative_stride": (lambda rng, dt: make_tensor((6, 5), dt, rng, low=-1, high=1)[::-1, ::-2], 1),
     "expanded": (lambda rng, dt: np.broadcast_to(make_tensor((2, 3), dt, rng, low=-1, high=1)[:, None, :],
                                                  (2, 5, 3)), None),
 }
@@ -210,9 +210,9 @@ NONCONTIG = {
 @pytest.mark.parametrize("name", REDUCTIONS + ARGS)
 def test_noncontiguous(name, case, dtype):
     """test_reductions.py test_noncontiguous_innermost / _outermost / _all /
-    _transposed / _expanded: reducing a non-contiguous view (strided,
-    transposed, zero-stride expanded) gives exactly the result of its
-    contiguous copy. The data (make_tensor in [-1, 1]) is full of ties."""
+    _transposed / _expanded, plus a negative-stride view: reducing a
+    non-contiguous view (strided, transposed, flipped, zero-stride expanded)
+    gives exactly the result of its contiguous copy. The data (make_tensor in [-1, 1]) is full of ties."""
     make, dim = NONCONTIG[case]
     x = make(rng_for("noncontig", name, case, dtype), dtype)
     assert not x.flags.c_contiguous
@@ -222,8 +222,12 @@ def test_noncontiguous(name, case, dtype):
     same_bits(to_numpy(r2), to_numpy(r))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "float16", "bool", "uint8"])
-@pytest.mark.parametrize("case", ["scalar", "small", "duplicate", "extremal"])
+REF_DTYPES = ["float32", "float64", "int64", "int32", "float16", "bool", "uint8"]
+REF_CASES = [(c, d) for c in ("scalar", "small", "duplicate", "extremal") for d in REF_DTYPES
+             if c != "extremal" or d in FLOATING]
+
+
+@pytest.mark.parametrize("case, dtype", REF_CASES, ids=["%s-%s" % cd for cd in REF_CASES])
 @pytest.mark.parametrize("name", REDUCTIONS)
 def test_ref(name, case, dtype):
     """test_reductions.py test_ref_scalar_input / test_ref_small_input /
@@ -246,9 +250,7 @@ def test_ref(name, case, dtype):
             check_reduction(name, t, dim=d)
             if dtype in FLOATING:
                 check_reduction_grad(name, t, dim=d)
-    else:
-        if dtype not in FLOATING:
-            pytest.skip("extremal values are floats (float32 and complex64 upstream)")
+    else:  # extremal values: floats (float32 and complex64 upstream)
         t = make_tensor((5,), dtype, rng, exclude_zero=True)
         for v in (0, 1, nan, inf, -inf):
             t[2] = v
@@ -844,7 +846,8 @@ AMAX_SAMPLES = [((S, S, S), {}), ((S, S, S), {"dim": 1}), ((S, S, S), {"dim": (1
                 ((S, 0, S), {"dim": 0})]
 ARG_SAMPLES = [((2, 2, 2), {}), ((2, 2, 2), {"dim": 0}), ((2, 2, 2), {"dim": 1}), ((2, 2, 2), {"dim": 2}),
                ((2, 2, 2), {"dim": 2, "keepdim": True}), ((2, 2, 2), {"dim": None}), ((), {"dim": 0}), ((), {}),
-               ((), {"dim": None, "keepdim": True}), ((1,), {}), ((1,), {"dim": 0}), ((1,), {"dim": 0, "keepdim": True}),
+               ((), {"dim": None, "keepdim": True}), ((1,), {}), ((1,), {"dim": 0}),
+               ((1,), {"dim": 0, "keepdim": True}),
                ((2,), {"keepdim": True}), ((2, 2, 2), {"dim": 1, "keepdim": True})]
 
 
@@ -1008,6 +1011,12 @@ def test_min_max_median_backprops_to_all_values(name):
         first = int(ref_arg(np.array(values), None, EXTREME.get(base, base)).reshape(-1)[0])
         assert g.tolist() == [1.0 if i == first else 0.0 for i in range(len(values))]
         assert g.sum() == 1.0
+    # a row of equal values: [g, 0, 0, ...] (PyTorch: g/4 each for amax/amin)
+    x = pylucid.tensor(np.full((2, 4), 3.0), requires_grad=True)
+    y = op(base)(x, 1) if dim else op("a" + base if base in ("max", "min") else base)(x, dim=1)
+    y = y.values if dim else y
+    y.backward(np.array([5.0, 7.0]))
+    assert to_numpy(x.grad).tolist() == [[5.0, 0.0, 0.0, 0.0], [7.0, 0.0, 0.0, 0.0]]
 
 
 # ====================================================================== schemas and Tensor methods (OpInfo names)
@@ -1036,3 +1045,93 @@ def test_tensor_binary_methods(method):
     t = pylucid.tensor(a)
     for other in (b, pylucid.tensor(b), 0.5):
         same_bits(to_numpy(getattr(t, method)(other)), to_numpy(op(method)(a, other)))
+
+
+# ====================================================================== test_ops.py: out= and grad; custom Function jvp
+
+OUT_GRAD_CASES = {
+    "amax": (lambda x, **kw: ops.amax(x, dim=1, **kw), lambda y: np.zeros(y.shape)),
+    "fmin": (lambda x, **kw: ops.fmin(x, 0.25, **kw), lambda y: np.zeros(y.shape)),
+    "clamp": (lambda x, **kw: ops.clamp(x, -0.5, 0.5, **kw), lambda y: np.zeros(y.shape)),
+    "minimum": (lambda x, **kw: ops.minimum(x, 0.25, **kw), lambda y: np.zeros(y.shape)),
+    "max_dim": (lambda x, **kw: ops.max(x, 0, **kw), lambda y: (np.zeros(y[0].shape), np.zeros(y[1].shape, np.int64))),
+}
+
+
+@pytest.mark.parametrize("case", list(OUT_GRAD_CASES))
+def test_out_requires_grad_error(case):
+    """test_ops.py TestCommon.test_out_requires_grad_error: "functions with
+    out=... arguments don't support automatic differentiation, but one of
+    the arguments requires grad" — RuntimeError, out untouched; under
+    no_grad the same call works and returns out; argmax with an input that
+    requires grad takes out= (it records no graph)."""
+    fn, make_out = OUT_GRAD_CASES[case]
+    x = pylucid.tensor(rng_for("out_grad", case).standard_normal((3, 4)), requires_grad=True)
+    with pylucid.no_grad():
+        want = fn(x)
+    out = make_out(want)
+    outs = out if isinstance(out, tuple) else (out,)
+    before = [o.copy() for o in outs]
+    with pytest.raises(RuntimeError):
+        fn(x, out=out)
+    for o, b in zip(outs, before):
+        same_bits(o, b)
+    with pylucid.no_grad():
+        assert fn(x, out=out) is out
+    wants = want if isinstance(want, tuple) else (want,)
+    for o, w in zip(outs, wants):
+        same_bits(o, to_numpy(w))
+    idx = np.zeros(4, dtype=np.int64)
+    assert ops.argmax(x, dim=0, out=idx) is idx
+    assert np.array_equal(idx, np.argmax(to_numpy(x.detach()), axis=0))
+
+
+def test_out_is_input_in_place():
+    """test_ops.py TestCommon.test_out (the out= variant writes the result
+    and returns out) with out an input itself: fmin(a, b, out=a),
+    minimum(a, b, out=b), clamp(t, 0, 1, out=t) on a Tensor compute in place."""
+    rng = rng_for("out_inplace")
+    a = rng.standard_normal(8)
+    b = rng.standard_normal(8)
+    want = np.fmin(a, b)
+    assert ops.fmin(a, b, out=a) is a
+    same_bits(a, want)
+    a = rng.standard_normal(8)
+    want = to_numpy(ops.minimum(a, b))
+    assert ops.minimum(a, b, out=b) is b
+    same_bits(b, want)
+    t = pylucid.tensor(rng.standard_normal((2, 3)))
+    want = np.clip(to_numpy(t), 0, 1)
+    assert ops.clamp(t, 0, 1, out=t) is t
+    same_bits(to_numpy(t), want)
+
+
+def test_custom_function_jvp():
+    """torch/autograd/function.py _SingleLevelFunction.jvp: a custom Function
+    without jvp raises NotImplementedError ("You must implement the jvp
+    function for custom autograd.Function to use it with forward mode AD")
+    under forward mode; with jvp(ctx, *tangents) its tangent flows into the
+    family's ops (amax picks the winner's)."""
+
+    class Double(autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return ops.mul(x, 2.0)
+
+        @staticmethod
+        def backward(ctx, g):
+            return ops.mul(g, 2.0)
+
+    class DoubleJvp(Double):
+        @staticmethod
+        def jvp(ctx, t):
+            return ops.mul(t, 2.0)
+
+    x = np.array([[1.0, 4.0, 2.0], [3.0, -1.0, 0.5]])
+    v = np.array([[0.5, 0.25, 2.0], [1.0, 8.0, 4.0]])
+    with pytest.raises(NotImplementedError):
+        autograd.jvp(lambda t: ops.amax(Double.apply(t), dim=1), pylucid.from_numpy(x), pylucid.from_numpy(v))
+    out, tan = autograd.jvp(lambda t: ops.amax(DoubleJvp.apply(t), dim=1), pylucid.from_numpy(x),
+                            pylucid.from_numpy(v))
+    same_bits(to_numpy(out), np.array([8.0, 6.0]))
+    same_bits(to_numpy(tan), np.array([0.5, 2.0]))
