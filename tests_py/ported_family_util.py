@@ -338,10 +338,11 @@ def ref_clamp(x: Any, lo: Any, hi: Any, dt: str) -> Tuple[np.ndarray, np.ndarray
 
 
 def check_clamp(x: Any, lo: Any = None, hi: Any = None, name: str = "clamp", **kw: Any) -> np.ndarray:
-    """clamp/clip of x to [lo, hi]: dtype by promotion of the three, values
-    as NumPy's np.clip in that dtype, bits by the rule (exactly
-    minimum(maximum(x, lo), hi), also checked against pylucid's own
-    composition bit for bit). Returns the result as NumPy."""
+    """clamp/clip of x to [lo, hi]: dtype by promotion of the three at once
+    (as np.clip and torch.clamp), values as NumPy's np.clip in that dtype,
+    bits by the rule (exactly minimum(maximum(x, lo), hi), also checked
+    against pylucid's own composition bit for bit whenever the pairwise
+    composition has the same dtype). Returns the result as NumPy."""
     y = op(name)(x, lo, hi, **kw)
     dt = result_dtype(x, lo, hi)
     assert y.dtype.name == dt, (y.dtype, dt)
@@ -364,7 +365,10 @@ def check_clamp(x: Any, lo: Any = None, hi: Any = None, name: str = "clamp", **k
     if hi is not None:
         comp = ops.minimum(comp, hi)
     comp_np = to_numpy(comp) if isinstance(comp, pylucid.Tensor) else np.asarray(comp)
-    same_bits(got, np.broadcast_to(comp_np, got.shape), "composition")
+    if comp_np.dtype == got.dtype:
+        same_bits(got, np.broadcast_to(comp_np, got.shape), "composition")
+    else:  # the composition promotes pairwise; clamp promotes the three at once (as NumPy and PyTorch)
+        same_values(_comparable(got), np.broadcast_to(_comparable(comp_np), got.shape), "composition")
     return got
 
 

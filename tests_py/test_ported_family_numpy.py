@@ -425,7 +425,7 @@ def _alignment_data(dtype, max_size):
         yield np.zeros(size * 2, dtype=dtype)[::2], "size=%d stride=2" % size
 
 
-@pytest.mark.parametrize("dt, sz", [(np.float32, 15), (np.float64, 7), (np.float16, 31)], ids=["f4", "f8", "f2"])
+@pytest.mark.parametrize("dt, sz", [(np.float32, 15), (np.float64, 7), (np.float16, 15)], ids=["f4", "f8", "f2"])
 def test_minmax_blocked(dt, sz):
     """test_umath.py TestMinMax.test_minmax_blocked: inp.max()/inp.min() with
     a NaN at every position of every size and alignment is NaN (amax/amin,
@@ -440,9 +440,9 @@ def test_minmax_blocked(dt, sz):
                 assert int(to_numpy(check_reduction("arg" + name[1:], inp))) == i, msg
             big = 1e10 if dt != np.float16 else 6e4
             inp[i] = big
-            assert to_numpy(check_reduction("amax", inp)) == inp[i], msg
+            assert to_numpy(ops.amax(inp)) == inp[i] and int(to_numpy(ops.argmax(inp))) == i, msg
             inp[i] = -big
-            assert to_numpy(check_reduction("amin", inp)) == inp[i], msg
+            assert to_numpy(ops.amin(inp)) == inp[i] and int(to_numpy(ops.argmin(inp))) == i, msg
 
 
 @pytest.mark.parametrize("name", REDUCTIONS + ARGS)
