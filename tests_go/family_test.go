@@ -282,7 +282,9 @@ var familyCalls = []familyCall{
 	{"amin", [][]int{{3, 4, 2}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) {
 		return ops.Amin(c, in[0], []int{0, 2}, false)
 	}},
-	{"amax", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Amax(c, in[0], nil, false) }},
+	{"amax", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) {
+		return ops.Amax(c, in[0], nil, false)
+	}},
 	{"min", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) {
 		v, _, err := ops.MinDim(c, in[0], 1, true)
 		return v, err
@@ -353,8 +355,12 @@ func TestJvpMatchesFiniteDifferences(t *testing.T) {
 		{"mul", [][]int{{3, 4}, {3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Mul(c, in[0], in[1]) }},
 		{"div", [][]int{{3, 4}, {4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Div(c, in[0], in[1]) }},
 		{"neg", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Neg(c, in[0]) }},
-		{"sum", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Sum(c, in[0], nil, false) }},
-		{"mean", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) { return ops.Mean(c, in[0], nil, false) }},
+		{"sum", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) {
+			return ops.Sum(c, in[0], nil, false)
+		}},
+		{"mean", [][]int{{3, 4}}, func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) {
+			return ops.Mean(c, in[0], nil, false)
+		}},
 	}, familyCalls...)
 	for _, fc := range calls {
 		r := newRand(seedOf("jvp-fd", fc.name))
