@@ -8,18 +8,29 @@ package tests_go
 //
 // For every row × dtype × broadcast pair (both orders) × memory layout of
 // each input (contiguous, permuted, negative step, zero stride):
-//   - rejected dtypes return a TypeError-kind error on both backends;
-//   - the cpu backend equals the ref backend bit for bit (arithmetic ops
-//     may differ only in NaN payloads; minimum/maximum may not differ at all);
+//   - rejected dtypes return a TypeError-kind error on both backends, and
+//     a zero-size reduced slice (amin, argmax, ...) a ValueError-kind one;
+//   - the cpu backend equals the ref backend bit for bit, every output
+//     (arithmetic ops may differ only in NaN payloads; the min/max family
+//     may not differ at all);
 //   - the result has NumPy's broadcast shape and the promoted dtype;
 //   - the result does not depend on the layout of the inputs;
 //   - the values match an oracle written in the test (Go arithmetic, the
 //     selection rule of docs/semantics.md, float64 sums);
 //   - for floating dtypes and differentiable ops: gradients on cpu equal
 //     gradients on ref bit for bit, have each input's shape and dtype, and
-//     do not depend on layout.
-// Float64 gradients are compared with central finite differences, and mixed
-// dtype pairs check that gradients come back in each input's dtype.
+//     do not depend on layout;
+//   - forward mode (ops.CallJvp): the same outputs, tangents of the
+//     outputs' shapes and dtypes, cpu equal to ref and independent of layout;
+//     integer inputs cannot carry tangents (a Type error).
+// Float64 gradients and forward-mode tangents are compared with central
+// finite differences, and mixed dtype pairs (triples for clamp) check that
+// gradients come back in each input's dtype. For every row, out= through
+// ops.CallN (TestOpTableOut). For the min/max family's rows, forward mode is
+// the exact transpose of the backward (TestOpTableJvpTranspose) and double
+// backward with create_graph is checked against forward mode and finite
+// differences (TestOpTableDoubleBackward). The family's rows are in
+// optable_family_test.go.
 
 import (
 	"fmt"
@@ -380,10 +391,21 @@ func layoutCombos(arity int) [][]layout {
 	return out
 }
 
+// tableDtypes are the dtypes TestOpTable and TestOpTableOut sweep: all of
+// them, or under the race detector (about ten times slower, and the table's
+// inputs are far below cpu.MinParallel: what it can catch here is shared
+// state between the parallel subtests) one integer, one half and one full
+// float dtype.
+func tableDtypes() []dtype.Dtype {
+	if raceEnabled {
+		return []dtype.Dtype{dtype.Int32, dtype.BFloat16, dtype.Float64}
+	}
+	return allDtypes
+}
+
 // sweepLayouts are the layout combos TestOpTable runs: all of them, or
-// under the race detector (there for the parallel kernels' memory
-// accesses, and ten times slower) each layout once per input, every input
-// contiguous and every input alike.
+// under the race detector (see tableDtypes) the combos with every input
+// alike and with each input one layout further than the previous.
 func sweepLayouts(arity int) [][]layout {
 	all := layoutCombos(arity)
 	if !raceEnabled || arity == 1 {
@@ -774,7 +796,7 @@ func TestOpTableCoversEverySchema(t *testing.T) {
 
 func TestOpTable(t *testing.T) {
 	for _, op := range opTable {
-		for _, dt := range allDtypes {
+		for _, dt := range tableDtypes() {
 			t.Run(op.name+"/"+dt.String(), func(t *testing.T) {
 				t.Parallel()
 				r := newRand(seedOf(op.name, dt.String()))
@@ -1242,7 +1264,7 @@ func otherDtype(dt dtype.Dtype) dtype.Dtype {
 // except for argmin/argmax, which never record.
 func TestOpTableOut(t *testing.T) {
 	for _, op := range opTable {
-		for _, dt := range allDtypes {
+		for _, dt := range tableDtypes() {
 			if op.rejects(dt) {
 				continue
 			}
@@ -1268,7 +1290,7 @@ func TestOpTableOut(t *testing.T) {
 					for i := range fresh {
 						requireBitsEqual(t, typed[i], fresh[i], !op.minmax, "%s: output %d generic vs typed entry", msg, i)
 					}
-					garbage := func(i int, l layout, shape []int, dt dtype.Dtype) *tensor.Tensor {
+					garbage := func(l layout, shape []int, dt dtype.Dtype) *tensor.Tensor {
 						return makeTensor(t, dt, shape, l, func(n int) []uint64 { return genBits(r, dt, n, genSpecial) })
 					}
 					subsets := [][]bool{slices.Repeat([]bool{true}, len(fresh))}
@@ -1280,7 +1302,7 @@ func TestOpTableOut(t *testing.T) {
 							outs := make([]*tensor.Tensor, len(fresh))
 							for i, f := range fresh {
 								if sub[i] {
-									outs[i] = garbage(i, l, f.Shape(), f.Dtype())
+									outs[i] = garbage(l, f.Shape(), f.Dtype())
 								}
 							}
 							res, err := ops.CallN(noGrad, op.id(), args, attrs, outs)
@@ -1308,9 +1330,9 @@ func TestOpTableOut(t *testing.T) {
 							before := make([][]uint64, len(fresh))
 							for j, g := range fresh {
 								if j == i {
-									outs[j] = garbage(j, permuted, bad.shape, bad.dt)
+									outs[j] = garbage(permuted, bad.shape, bad.dt)
 								} else {
-									outs[j] = garbage(j, contiguous, g.Shape(), g.Dtype())
+									outs[j] = garbage(contiguous, g.Shape(), g.Dtype())
 								}
 								before[j] = outs[j].Bits()
 							}
@@ -1346,7 +1368,7 @@ func TestOpTableOut(t *testing.T) {
 					outs := make([]*tensor.Tensor, len(fresh))
 					before := make([][]uint64, len(fresh))
 					for i, f := range fresh {
-						outs[i] = garbage(i, contiguous, f.Shape(), f.Dtype())
+						outs[i] = garbage(contiguous, f.Shape(), f.Dtype())
 						before[i] = outs[i].Bits()
 					}
 					res, err := ops.CallN(ctxFor(cpuBackend), op.id(), a, at, outs)
