@@ -8,18 +8,29 @@ package tests_go
 //
 // For every row × dtype × broadcast pair (both orders) × memory layout of
 // each input (contiguous, permuted, negative step, zero stride):
-//   - rejected dtypes return a TypeError-kind error on both backends;
-//   - the cpu backend equals the ref backend bit for bit (arithmetic ops
-//     may differ only in NaN payloads; minimum/maximum may not differ at all);
+//   - rejected dtypes return a TypeError-kind error on both backends, and
+//     a zero-size reduced slice (amin, argmax, ...) a ValueError-kind one;
+//   - the cpu backend equals the ref backend bit for bit, every output
+//     (arithmetic ops may differ only in NaN payloads; the min/max family
+//     may not differ at all);
 //   - the result has NumPy's broadcast shape and the promoted dtype;
 //   - the result does not depend on the layout of the inputs;
 //   - the values match an oracle written in the test (Go arithmetic, the
 //     selection rule of docs/semantics.md, float64 sums);
 //   - for floating dtypes and differentiable ops: gradients on cpu equal
 //     gradients on ref bit for bit, have each input's shape and dtype, and
-//     do not depend on layout.
-// Float64 gradients are compared with central finite differences, and mixed
-// dtype pairs check that gradients come back in each input's dtype.
+//     do not depend on layout;
+//   - forward mode (ops.CallJvp): the same outputs, tangents of the
+//     outputs' shapes and dtypes, cpu equal to ref and independent of layout;
+//     integer inputs cannot carry tangents (a Type error).
+// Float64 gradients and forward-mode tangents are compared with central
+// finite differences, and mixed dtype pairs (triples for clamp) check that
+// gradients come back in each input's dtype. For every row, out= through
+// ops.CallN (TestOpTableOut). For the min/max family's rows, forward mode is
+// the exact transpose of the backward (TestOpTableJvpTranspose) and double
+// backward with create_graph is checked against forward mode and finite
+// differences (TestOpTableDoubleBackward). The family's rows are in
+// optable_family_test.go.
 
 import (
 	"fmt"
@@ -32,6 +43,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/errs"
 	"github.com/pylucid/pylucid/core/ops"
@@ -42,30 +54,97 @@ import (
 type opInfo struct {
 	name   string
 	node   string // grad_fn name of the result
-	arity  int    // 1 (unary and reductions) or 2 (broadcasting binary)
-	minmax bool   // results must match ref exactly, NaN payloads included
+	arity  int    // tensor inputs the row makes: 1 (unary, reductions), 2 (binary, clamp with one bound) or 3 (clamp)
+	minmax bool   // the min/max family: results must match ref exactly, NaN payloads included
 	diff   bool   // differentiable for floating dtypes
 	// rejects reports whether the op refuses inputs of dtype dt.
 	rejects func(dt dtype.Dtype) bool
-	call    func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error)
-	// result returns the expected shape and dtype for the given inputs.
+	// call returns the op's first output (the differentiable one).
+	call func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error)
+	// callN returns every output (min and max over a dim: values and
+	// indices); nil when the op has one output (call).
+	callN func(c *ops.Context, in []*tensor.Tensor) ([]*tensor.Tensor, error)
+	// result returns the expected shape and dtype of the first output for
+	// the given inputs.
 	result func(shapes [][]int, dts []dtype.Dtype) ([]int, dtype.Dtype)
-	// oracle checks out's values against the inputs, independently of the
-	// library's kernels.
-	oracle func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string)
+	// oracle checks the outputs' values against the inputs, independently
+	// of the library's kernels.
+	oracle func(t *testing.T, in []*tensor.Tensor, outs []*tensor.Tensor, msg string)
 	// fdData is the distribution of input k for finite differences.
 	fdData func(k int) genKind
 	// fdValid rejects finite-difference data too close to a kink.
 	fdValid func(in [][]float64, shapes [][]int) bool
-	// schema is the registered op the row calls ("" means name).
-	schema string
-	// covers lists the registered ops the row runs through its gradient
-	// (route and select, the halves of the minimum/maximum gradient).
+	// schema is the registered op the row calls ("" means name);
+	// schemaArity its arity when it differs from arity (clamp with an
+	// absent bound).
+	schema      string
+	schemaArity int
+	// covers lists the registered ops the row runs through its gradient,
+	// double backward or forward mode (route and select, the halves of the
+	// minimum/maximum gradient; scatter and gather; clamp_route and
+	// clamp_select).
 	covers []string
-	// jvp and outCases are reserved for forward-mode and out= checks; no
-	// row has them yet.
-	jvp      func(c *ops.Context, in, tangents []*tensor.Tensor) (*tensor.Tensor, error)
-	outCases []func(c *ops.Context, in []*tensor.Tensor, out *tensor.Tensor) (*tensor.Tensor, error)
+	// generic is the row as the generic entries see it (ops.CallN with
+	// out=, ops.CallJvp): the op's inputs (nil for an absent clamp bound)
+	// and attributes. Forward mode and out= are checked for every row
+	// through it (TestOpTableJvp*, TestOpTableOut).
+	generic func(in []*tensor.Tensor) (args []*tensor.Tensor, attrs []int64)
+	// fails reports input shapes the op must refuse with a Value error on
+	// both backends (a zero-size reduced slice of amin, argmax, ...).
+	fails func(shapes [][]int) bool
+	// skip reports input shapes the row does not run on (0-d inputs of
+	// ops that need a dim).
+	skip func(shapes [][]int) bool
+}
+
+// outputs runs the row and returns all its outputs.
+func (op opInfo) outputs(c *ops.Context, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if op.callN != nil {
+		return op.callN(c, in)
+	}
+	y, err := op.call(c, in)
+	if err != nil {
+		return nil, err
+	}
+	return []*tensor.Tensor{y}, nil
+}
+
+// id returns the id of the registered op the row calls.
+func (op opInfo) id() int {
+	name := op.schema
+	if name == "" {
+		name = op.name
+	}
+	s, ok := ops.Lookup(name)
+	if !ok {
+		panic("row " + op.name + " names no registered op")
+	}
+	return s.ID
+}
+
+// single adapts an oracle of one output.
+func single(f func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string)) func(t *testing.T, in, outs []*tensor.Tensor, msg string) {
+	return func(t *testing.T, in, outs []*tensor.Tensor, msg string) { f(t, in, outs[0], msg) }
+}
+
+// identity is the generic form of an op that takes its inputs as they are
+// and no attributes.
+func identity(in []*tensor.Tensor) ([]*tensor.Tensor, []int64) { return in, nil }
+
+// reductionAttrs encodes dims and keepdim as the generic entries take them.
+func reductionAttrs(dims []int, keep bool) []int64 {
+	k := int64(0)
+	if keep {
+		k = 1
+	}
+	if dims == nil {
+		return []int64{k, -1}
+	}
+	attrs := []int64{k, int64(len(dims))}
+	for _, d := range dims {
+		attrs = append(attrs, int64(d))
+	}
+	return attrs
 }
 
 // ---- rows ----
@@ -86,8 +165,9 @@ func binaryRow(name, node string, minmax bool, call func(*ops.Context, *tensor.T
 			}
 			return s, rd
 		},
-		oracle: oracle,
-		fdData: func(int) genKind { return genSmooth },
+		oracle:  single(oracle),
+		fdData:  func(int) genKind { return genSmooth },
+		generic: identity,
 	}
 	if name == "div" {
 		row.fdData = func(k int) genKind {
@@ -147,11 +227,14 @@ func reductionRow(name, node string, mean bool, dimsFor func(nd int) ([]int, boo
 			}
 			return out, rd
 		},
-		oracle: func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
+		oracle: single(func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
 			dims, _ := dimsFor(in[0].Ndim())
 			reductionOracle(t, in[0], reducedSet(in[0].Ndim(), dims), mean, out, msg)
-		},
+		}),
 		fdData: func(int) genKind { return genSmooth },
+		generic: func(in []*tensor.Tensor) ([]*tensor.Tensor, []int64) {
+			return in, reductionAttrs(dimsFor(in[0].Ndim()))
+		},
 	}
 }
 
@@ -176,7 +259,10 @@ func withCovers(row opInfo, covers ...string) opInfo {
 	return row
 }
 
-var opTable = []opInfo{
+var opTable = append(baseRows, familyRows...)
+
+// baseRows are the arithmetic, copy and summing rows and minimum/maximum.
+var baseRows = []opInfo{
 	withCovers(binaryRow("minimum", "MinimumBackward", true, ops.Minimum, func(dtype.Dtype) bool { return false }, minmaxOracle(false)),
 		"route", "select"),
 	withCovers(binaryRow("maximum", "MaximumBackward", true, ops.Maximum, func(dtype.Dtype) bool { return false }, minmaxOracle(true)),
@@ -192,8 +278,9 @@ var opTable = []opInfo{
 		result: func(shapes [][]int, dts []dtype.Dtype) ([]int, dtype.Dtype) {
 			return shapes[0], dts[0]
 		},
-		oracle: negOracle,
-		fdData: func(int) genKind { return genSmooth },
+		oracle:  single(negOracle),
+		fdData:  func(int) genKind { return genSmooth },
+		generic: identity,
 	},
 	{
 		name: "copy", node: "CopyBackward", arity: 1, diff: true,
@@ -202,10 +289,11 @@ var opTable = []opInfo{
 		result: func(shapes [][]int, dts []dtype.Dtype) ([]int, dtype.Dtype) {
 			return shapes[0], dts[0]
 		},
-		oracle: func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
+		oracle: single(func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
 			require.Equal(t, in[0].Bits(), out.Bits(), "%s: copy keeps every bit", msg)
-		},
-		fdData: func(int) genKind { return genSmooth },
+		}),
+		fdData:  func(int) genKind { return genSmooth },
+		generic: identity,
 	},
 	reductionRow("sum", "SumBackward", false, func(int) ([]int, bool) { return nil, false }),
 	reductionRow("sum_dim0", "SumBackward", false, func(nd int) ([]int, bool) {
@@ -249,11 +337,22 @@ var broadcastPairs = [][2][]int{
 // shapeSets returns the input shapes a row runs on.
 func (op opInfo) shapeSets() [][][]int {
 	var out [][][]int
-	if op.arity == 2 {
+	add := func(s [][]int) {
+		if op.skip == nil || !op.skip(s) {
+			out = append(out, s)
+		}
+	}
+	switch op.arity {
+	case 3:
+		for _, p := range broadcastTriples {
+			add([][]int{p[0], p[1], p[2]})
+		}
+		return out
+	case 2:
 		for _, p := range broadcastPairs {
-			out = append(out, [][]int{p[0], p[1]})
+			add([][]int{p[0], p[1]})
 			if !slices.Equal(p[0], p[1]) {
-				out = append(out, [][]int{p[1], p[0]})
+				add([][]int{p[1], p[0]})
 			}
 		}
 		return out
@@ -263,13 +362,17 @@ func (op opInfo) shapeSets() [][][]int {
 		for _, s := range p {
 			if k := fmt.Sprint(s); !seen[k] {
 				seen[k] = true
-				out = append(out, [][]int{s})
+				add([][]int{s})
 			}
 		}
 	}
-	return append(out, [][]int{{2, 3, 4}})
+	add([][]int{{2, 3, 4}})
+	return out
 }
 
+// layoutCombos returns the layouts of the inputs to run: every layout for
+// one input, every pair for two, and for three a Latin square (16 combos
+// holding every pair of layouts for every pair of inputs).
 func layoutCombos(arity int) [][]layout {
 	var out [][]layout
 	for _, l := range allLayouts {
@@ -278,7 +381,45 @@ func layoutCombos(arity int) [][]layout {
 			continue
 		}
 		for _, m := range allLayouts {
-			out = append(out, []layout{l, m})
+			if arity == 2 {
+				out = append(out, []layout{l, m})
+			} else {
+				out = append(out, []layout{l, m, allLayouts[(int(l)+int(m))%len(allLayouts)]})
+			}
+		}
+	}
+	return out
+}
+
+// tableDtypes are the dtypes TestOpTable and TestOpTableOut sweep: all of
+// them, or under the race detector (about ten times slower, and the table's
+// inputs are far below cpu.MinParallel: what it can catch here is shared
+// state between the parallel subtests) one integer, one half and one full
+// float dtype.
+func tableDtypes() []dtype.Dtype {
+	if raceEnabled {
+		return []dtype.Dtype{dtype.Int32, dtype.BFloat16, dtype.Float64}
+	}
+	return allDtypes
+}
+
+// sweepLayouts are the layout combos TestOpTable runs: all of them, or
+// under the race detector (see tableDtypes) the combos with every input
+// alike and with each input one layout further than the previous.
+func sweepLayouts(arity int) [][]layout {
+	all := layoutCombos(arity)
+	if !raceEnabled || arity == 1 {
+		return all
+	}
+	var out [][]layout
+	for _, c := range all {
+		alike, shifted := true, true
+		for k := range c {
+			alike = alike && c[k] == c[0]
+			shifted = shifted && int(c[k]) == (int(c[0])+k)%len(allLayouts)
+		}
+		if alike || shifted {
+			out = append(out, c)
 		}
 	}
 	return out
@@ -360,9 +501,59 @@ func wrapInt(dt dtype.Dtype, v int64) int64 {
 	return v
 }
 
+// selRule is a selection rule of docs/semantics.md, written out in the test
+// (independently of backend.Rule).
+type selRule int
+
+const (
+	selMin  selRule = iota // a wins iff a <= b or a is NaN
+	selMax                 // a wins iff a >= b or a is NaN
+	selFMin                // a wins iff a <= b or b is NaN
+	selFMax                // a wins iff a >= b or b is NaN
+)
+
+// winsF reports whether x wins against y under rule r (floats).
+func winsF(r selRule, x, y float64) bool {
+	switch r {
+	case selMin:
+		return math.IsNaN(x) || x <= y
+	case selMax:
+		return math.IsNaN(x) || x >= y
+	case selFMin:
+		return math.IsNaN(y) || x <= y
+	}
+	return math.IsNaN(y) || x >= y
+}
+
+// winsI reports whether x wins against y under rule r (integers, bool).
+func winsI(r selRule, x, y int64) bool {
+	if r == selMin || r == selFMin {
+		return x <= y
+	}
+	return x >= y
+}
+
+// winsAt reports whether element ia of a wins against element ib of b
+// (same dtype) under rule r.
+func winsAt(r selRule, a *tensor.Tensor, ia int, b *tensor.Tensor, ib int) bool {
+	if a.Dtype().IsFloat() {
+		return winsF(r, tensor.LoadFloat64(a.Dtype(), a.ElementPointer(ia)), tensor.LoadFloat64(b.Dtype(), b.ElementPointer(ib)))
+	}
+	return winsI(r, tensor.LoadInt64(a.Dtype(), a.ElementPointer(ia)), tensor.LoadInt64(b.Dtype(), b.ElementPointer(ib)))
+}
+
 // minmaxOracle checks out against the selection rule (docs/semantics.md): y_i is a_i's bits when a wins
 // (a <= b, or >= for maximum, or a is NaN), else b_i's bits.
 func minmaxOracle(maximum bool) func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
+	if maximum {
+		return selectionOracle(selMax)
+	}
+	return selectionOracle(selMin)
+}
+
+// selectionOracle checks a binary selection by rule r: y_i is the winner's
+// bits (minimum, maximum, fmin, fmax).
+func selectionOracle(r selRule) func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
 	return func(t *testing.T, in []*tensor.Tensor, out *tensor.Tensor, msg string) {
 		a, b := in[0], in[1]
 		require.Equal(t, a.Dtype(), b.Dtype(), "oracle needs one dtype")
@@ -370,22 +561,13 @@ func minmaxOracle(maximum bool) func(t *testing.T, in []*tensor.Tensor, out *ten
 		ab, bb, ob := a.Bits(), b.Bits(), out.Bits()
 		for i := range ob {
 			ia, ib := srcIndex(os, a.Shape(), i), srcIndex(os, b.Shape(), i)
-			var aWins bool
-			if a.Dtype().IsFloat() {
-				x := tensor.LoadFloat64(a.Dtype(), a.ElementPointer(ia))
-				y := tensor.LoadFloat64(b.Dtype(), b.ElementPointer(ib))
-				aWins = math.IsNaN(x) || (!maximum && x <= y) || (maximum && x >= y)
-			} else {
-				x := tensor.LoadInt64(a.Dtype(), a.ElementPointer(ia))
-				y := tensor.LoadInt64(b.Dtype(), b.ElementPointer(ib))
-				aWins = (!maximum && x <= y) || (maximum && x >= y)
-			}
+			aWins := winsAt(r, a, ia, b, ib)
 			want := bb[ib]
 			if aWins {
 				want = ab[ia]
 			}
 			if ob[i] != want {
-				require.Failf(t, "minimum/maximum rule violated", "%s: element %d: got bits %#x, want %#x (a %#x, b %#x, a wins %v)",
+				require.Failf(t, "selection rule violated", "%s: element %d: got bits %#x, want %#x (a %#x, b %#x, a wins %v)",
 					msg, i, ob[i], want, ab[ia], bb[ib], aWins)
 			}
 		}
@@ -585,7 +767,12 @@ func TestOpTableCoversEverySchema(t *testing.T) {
 		}
 		s, ok := ops.Lookup(name)
 		require.True(t, ok, "row %s names no registered op %q", op.name, name)
-		require.Equal(t, op.arity, s.Arity, "row %s: arity", op.name)
+		arity := op.arity
+		if op.schemaArity != 0 {
+			arity = op.schemaArity
+		}
+		require.Equal(t, arity, s.Arity, "row %s: arity", op.name)
+		require.Equal(t, s.Outputs > 1, op.callN != nil, "row %s: outputs", op.name)
 		covered[name] = true
 		for _, c := range op.covers {
 			_, ok := ops.Lookup(c)
@@ -609,13 +796,13 @@ func TestOpTableCoversEverySchema(t *testing.T) {
 
 func TestOpTable(t *testing.T) {
 	for _, op := range opTable {
-		for _, dt := range allDtypes {
+		for _, dt := range tableDtypes() {
 			t.Run(op.name+"/"+dt.String(), func(t *testing.T) {
 				t.Parallel()
 				r := newRand(seedOf(op.name, dt.String()))
 				combos := 0
 				for _, shapes := range op.shapeSets() {
-					for _, lays := range layoutCombos(op.arity) {
+					for _, lays := range sweepLayouts(op.arity) {
 						runCombo(t, r, op, dt, shapes, lays)
 						combos++
 					}
@@ -637,41 +824,94 @@ func runCombo(t *testing.T, r *rand.Rand, op opInfo, dt dtype.Dtype, shapes [][]
 	}
 	cpuCtx, refCtx := ctxFor(cpuBackend), ctxFor(refBackend)
 
-	if op.rejects(dt) {
+	if op.rejects(dt) || op.fails != nil && op.fails(shapes) {
+		kind := errs.Type
+		if !op.rejects(dt) {
+			kind = errs.Value
+		}
 		for _, c := range []*ops.Context{cpuCtx, refCtx} {
-			out, err := op.call(c, in)
+			out, err := op.outputs(c, in)
 			require.Error(t, err, msg)
 			assert.Nil(t, out, msg)
-			assert.Equal(t, errs.Type, errs.KindOf(err), "%s: %v", msg, err)
+			assert.Equal(t, kind, errs.KindOf(err), "%s: %v", msg, err)
 		}
 		return
 	}
 
-	got, err := op.call(cpuCtx, in)
+	gots, err := op.outputs(cpuCtx, in)
 	require.NoError(t, err, msg)
-	want, err := op.call(refCtx, in)
+	wants, err := op.outputs(refCtx, in)
 	require.NoError(t, err, msg)
-	requireBitsEqual(t, want, got, !op.minmax, msg+": cpu vs ref")
+	require.Len(t, wants, len(gots), msg)
+	for i := range gots {
+		requireBitsEqual(t, wants[i], gots[i], !op.minmax, "%s: output %d cpu vs ref", msg, i)
+		require.True(t, gots[i].IsContiguous(), msg)
+		// Inputs that do not require grad give results without a grad_fn.
+		fn, _ := gots[i].GradFn()
+		require.Nil(t, fn, msg)
+		require.False(t, gots[i].RequiresGrad(), msg)
+	}
+	got := gots[0]
 
 	wantShape, wantDt := op.result(shapes, dts)
 	requireShape(t, wantShape, got.Shape(), msg+": result shape")
 	require.Equal(t, wantDt, got.Dtype(), msg+": result dtype")
-	require.True(t, got.IsContiguous(), msg)
-	// Inputs that do not require grad give a result without a grad_fn.
-	fn, _ := got.GradFn()
-	require.Nil(t, fn, msg)
-	require.False(t, got.RequiresGrad(), msg)
 
 	// The layout of the inputs does not change the result.
 	cont := make([]*tensor.Tensor, len(in))
 	for k := range in {
 		cont[k] = contiguousCopy(t, in[k])
 	}
-	gotC, err := op.call(cpuCtx, cont)
+	gotCs, err := op.outputs(cpuCtx, cont)
 	require.NoError(t, err, msg)
-	requireBitsEqual(t, gotC, got, !op.minmax, msg+": layout vs contiguous")
+	for i := range gots {
+		requireBitsEqual(t, gotCs[i], gots[i], !op.minmax, "%s: output %d layout vs contiguous", msg, i)
+	}
 
-	op.oracle(t, in, got, msg)
+	op.oracle(t, in, gots, msg)
+
+	// Forward mode: an input of an integer dtype has no tangent; floating
+	// tangents give the same outputs and tangents on both backends and for
+	// any layout.
+	args, attrs := op.generic(in)
+	tangents := make([]*tensor.Tensor, len(in))
+	for k := range in {
+		tangents[k] = makeTensor(t, dt, shapes[k], lays[k], func(n int) []uint64 { return genBits(r, dt, n, genNormal) })
+	}
+	targs, _ := op.generic(tangents)
+	if !dt.IsFloat() {
+		_, _, err := ops.CallJvp(cpuCtx, op.id(), args, targs, attrs)
+		require.Error(t, err, msg)
+		assert.Equal(t, errs.Type, errs.KindOf(err), "%s: jvp of an integer input: %v", msg, err)
+	} else {
+		jvpOn := func(c *ops.Context, ins []*tensor.Tensor) ([]*tensor.Tensor, []*tensor.Tensor) {
+			a, at := op.generic(ins)
+			outs, touts, err := ops.CallJvp(c, op.id(), a, targs, at)
+			require.NoError(t, err, msg)
+			require.Len(t, outs, len(gots), msg)
+			require.Len(t, touts, len(gots), msg)
+			for i := range outs {
+				requireBitsEqual(t, gots[i], outs[i], !op.minmax, "%s: jvp output %d", msg, i)
+				if !op.diff || !outs[i].Dtype().IsFloat() {
+					assert.Nil(t, touts[i], "%s: output %d has no tangent", msg, i)
+					continue
+				}
+				require.NotNil(t, touts[i], msg)
+				requireShape(t, outs[i].Shape(), touts[i].Shape(), msg+": tangent shape")
+				require.Equal(t, outs[i].Dtype(), touts[i].Dtype(), msg+": tangent dtype")
+			}
+			return outs, touts
+		}
+		_, tCPU := jvpOn(cpuCtx, in)
+		_, tRef := jvpOn(refCtx, in)
+		_, tCont := jvpOn(cpuCtx, cont)
+		for i := range tCPU {
+			if tCPU[i] != nil {
+				requireBitsEqual(t, tRef[i], tCPU[i], !op.minmax, "%s: tangent %d cpu vs ref", msg, i)
+				requireBitsEqual(t, tCont[i], tCPU[i], !op.minmax, "%s: tangent %d layout vs contiguous", msg, i)
+			}
+		}
+	}
 
 	if !op.diff || !dt.IsFloat() {
 		return
@@ -682,13 +922,19 @@ func runCombo(t *testing.T, r *rand.Rand, op opInfo, dt dtype.Dtype, shapes [][]
 		for k := range src {
 			leaves[k] = leaf(t, src[k].Detach())
 		}
-		y, err := op.call(c, leaves)
+		ys, err := op.outputs(c, leaves)
 		require.NoError(t, err, msg)
+		y := ys[0]
 		fn, nr := y.GradFn()
 		require.NotNil(t, fn, msg)
 		assert.Equal(t, op.node, fn.Name(), msg)
 		assert.Equal(t, 0, nr, msg)
 		assert.False(t, y.IsLeaf(), msg)
+		for _, extra := range ys[1:] { // indices never require grad
+			assert.False(t, extra.RequiresGrad(), msg)
+			fn, _ := extra.GradFn()
+			assert.Nil(t, fn, msg)
+		}
 		require.NoError(t, ops.Backward(c, ts(y), ts(up), false, false), msg)
 		gs := make([]*tensor.Tensor, len(leaves))
 		for k, l := range leaves {
@@ -710,7 +956,9 @@ func runCombo(t *testing.T, r *rand.Rand, op opInfo, dt dtype.Dtype, shapes [][]
 
 // TestOpTableGradcheck compares float64 gradients of every differentiable
 // row with central finite differences, for contiguous and permuted inputs,
-// with a random (non-uniform) upstream gradient.
+// with a random (non-uniform) upstream gradient; and the forward-mode
+// tangent (ops.CallJvp) along random directions with the directional
+// central difference.
 func TestOpTableGradcheck(t *testing.T) {
 	const eps, atol, rtol = 1e-6, 1e-6, 1e-5
 	for _, op := range opTable {
@@ -720,6 +968,9 @@ func TestOpTableGradcheck(t *testing.T) {
 		t.Run(op.name, func(t *testing.T) {
 			r := newRand(seedOf("gradcheck", op.name))
 			for _, shapes := range op.shapeSets() {
+				if op.fails != nil && op.fails(shapes) {
+					continue // an error: checked by TestOpTable
+				}
 				for _, lay := range []layout{contiguous, permuted, negStep} {
 					msg := fmt.Sprintf("%s shapes %v layout %v", op.name, shapes, lay)
 					// Draw data away from kinks (min/max ties) and poles.
@@ -778,6 +1029,38 @@ func TestOpTableGradcheck(t *testing.T) {
 						requireShape(t, shapes[k], g.Shape(), msg)
 						requireClose(t, numeric[k], g.Float64s(), atol, rtol, msg, " input ", k)
 					}
+
+					// Forward mode: the tangent along random directions
+					// (laid out as lay) is the directional difference.
+					dirs := make([][]float64, op.arity)
+					tangents := make([]*tensor.Tensor, op.arity)
+					for k := range dirs {
+						bits := genBits(r, dtype.Float64, numel(shapes[k]), genSmooth)
+						tangents[k] = makeTensor(t, dtype.Float64, shapes[k], lay, func(n int) []uint64 { return bits })
+						dirs[k] = tangents[k].Float64s()
+					}
+					args, attrs := op.generic(leaves)
+					targs, _ := op.generic(tangents)
+					_, touts, err := ops.CallJvp(ctxFor(cpuBackend).NoGrad(), op.id(), args, targs, attrs)
+					require.NoError(t, err, msg)
+					require.NotNil(t, touts[0], msg)
+					step := func(sign float64) []float64 {
+						xs := make([][]float64, len(vals))
+						for k := range vals {
+							xs[k] = make([]float64, len(vals[k]))
+							for i := range xs[k] {
+								xs[k][i] = vals[k][i] + sign*eps*dirs[k][i]
+							}
+						}
+						return eval(xs).Float64s()
+					}
+					hi, lo := step(1), step(-1)
+					fd := make([]float64, len(hi))
+					for i := range fd {
+						fd[i] = (hi[i] - lo[i]) / (2 * eps)
+					}
+					requireShape(t, y.Shape(), touts[0].Shape(), msg)
+					requireClose(t, fd, touts[0].Float64s(), atol, rtol, msg, " jvp")
 				}
 			}
 		})
@@ -805,21 +1088,25 @@ func TestOpTableMixedDtypes(t *testing.T) {
 		{dtype.Bool, dtype.Int16},
 		{dtype.Uint8, dtype.BFloat16},
 	}
-	shapePairs := [][2][]int{{{3, 1, 2}, {1, 3, 2}}, {{4, 1, 5}, {6, 1}}, {{2, 1}, {}}}
+	shapeSets := [][][]int{{{3, 1, 2}, {1, 3, 2}, {2}}, {{4, 1, 5}, {6, 1}, {1, 5}}, {{2, 1}, {}, {2}}}
+	layouts := []layout{permuted, contiguous, negStep}
 	for _, op := range opTable {
-		if op.arity != 2 {
+		if op.arity < 2 {
 			continue
 		}
-		for _, p := range pairs {
-			t.Run(fmt.Sprintf("%s/%v_%v", op.name, p[0], p[1]), func(t *testing.T) {
-				r := newRand(seedOf("mixed", op.name, p[0].String(), p[1].String()))
-				for _, sp := range shapePairs {
-					msg := fmt.Sprintf("%s %v%v %v%v", op.name, p[0], sp[0], p[1], sp[1])
-					in := []*tensor.Tensor{
-						makeTensor(t, p[0], sp[0], permuted, func(n int) []uint64 { return genBits(r, p[0], n, genNormal) }),
-						makeTensor(t, p[1], sp[1], contiguous, func(n int) []uint64 { return genBits(r, p[1], n, genNormal) }),
+		for pi, pair := range pairs {
+			// Three inputs (clamp) add the second dtype of the next pair.
+			p := append(pair[:], pairs[(pi+1)%len(pairs)][1])[:op.arity]
+			t.Run(fmt.Sprintf("%s/%v", op.name, p), func(t *testing.T) {
+				r := newRand(seedOf("mixed", op.name, fmt.Sprint(p)))
+				for _, set := range shapeSets {
+					sp := set[:op.arity]
+					msg := fmt.Sprintf("%s %v %v", op.name, p, sp)
+					in := make([]*tensor.Tensor, op.arity)
+					for k := range in {
+						in[k] = makeTensor(t, p[k], sp[k], layouts[k], func(n int) []uint64 { return genBits(r, p[k], n, genNormal) })
 					}
-					wantShape, wantDt := op.result([][]int{sp[0], sp[1]}, p[:])
+					wantShape, wantDt := op.result(sp, p)
 					got, err := op.call(ctxFor(cpuBackend), in)
 					if op.rejects(wantDt) {
 						require.Error(t, err, msg)
@@ -833,7 +1120,7 @@ func TestOpTableMixedDtypes(t *testing.T) {
 					requireBitsEqual(t, want, got, !op.minmax, msg+": cpu vs ref")
 
 					// Same values computed from inputs cast up front.
-					pre := make([]*tensor.Tensor, 2)
+					pre := make([]*tensor.Tensor, op.arity)
 					for k := range pre {
 						pre[k], err = ops.Cast(ctxFor(cpuBackend).NoGrad(), in[k], wantDt)
 						require.NoError(t, err, msg)
@@ -842,12 +1129,12 @@ func TestOpTableMixedDtypes(t *testing.T) {
 					require.NoError(t, err, msg)
 					requireBitsEqual(t, gotPre, got, !op.minmax, msg+": vs pre-cast")
 
-					if !p[0].IsFloat() && !p[1].IsFloat() {
+					if !slices.ContainsFunc(p, dtype.Dtype.IsFloat) {
 						continue // integer division gives floats but nothing can require grad
 					}
 					up := makeTensor(t, wantDt, wantShape, contiguous, func(n int) []uint64 { return genBits(r, wantDt, n, genNormal) })
 					grads := func(c *ops.Context, src []*tensor.Tensor) []*tensor.Tensor {
-						leaves := make([]*tensor.Tensor, 2)
+						leaves := make([]*tensor.Tensor, op.arity)
 						for k := range src {
 							leaves[k] = src[k].Detach()
 							if leaves[k].Dtype().IsFloat() {
@@ -859,7 +1146,7 @@ func TestOpTableMixedDtypes(t *testing.T) {
 						y, err := op.call(c, leaves)
 						require.NoError(t, err, msg)
 						require.NoError(t, ops.Backward(c, ts(y), ts(up), false, false), msg)
-						out := make([]*tensor.Tensor, 2)
+						out := make([]*tensor.Tensor, op.arity)
 						for k, l := range leaves {
 							out[k] = l.Grad()
 							if !l.Dtype().IsFloat() {
@@ -898,18 +1185,27 @@ func TestOpTableGradFnsAndNoGrad(t *testing.T) {
 		for k := range in {
 			in[k] = leaf(t, makeTensor(t, dtype.Float32, shapes[k], contiguous, func(n int) []uint64 { return genBits(r, dtype.Float32, n, genNormal) }))
 		}
-		y, err := op.call(ctxFor(cpuBackend).NoGrad(), in)
+		ys, err := op.outputs(ctxFor(cpuBackend).NoGrad(), in)
 		require.NoError(t, err, op.name)
-		fn, _ := y.GradFn()
-		assert.Nil(t, fn, op.name)
-		assert.False(t, y.RequiresGrad(), op.name)
+		for _, y := range ys {
+			fn, _ := y.GradFn()
+			assert.Nil(t, fn, op.name)
+			assert.False(t, y.RequiresGrad(), op.name)
+		}
 
-		y, err = op.call(nil, in) // nil context: cpu default, recording
+		ys, err = op.outputs(nil, in) // nil context: cpu default, recording
 		require.NoError(t, err, op.name)
-		fn, _ = y.GradFn()
-		require.NotNil(t, fn, op.name)
-		assert.Equal(t, op.node, fn.Name())
-		assert.True(t, y.RequiresGrad(), op.name)
+		for i, y := range ys {
+			fn, _ := y.GradFn()
+			if i > 0 || !op.diff { // argmin, argmax and indices never require grad
+				assert.Nil(t, fn, op.name)
+				assert.False(t, y.RequiresGrad(), op.name)
+				continue
+			}
+			require.NotNil(t, fn, op.name)
+			assert.Equal(t, op.node, fn.Name())
+			assert.True(t, y.RequiresGrad(), op.name)
+		}
 	}
 }
 
@@ -944,5 +1240,344 @@ func TestLayoutsAreWhatTheyClaim(t *testing.T) {
 			assert.Equal(t, b[:4], b[4:8], "%v: rows repeat", l)
 			assert.Equal(t, vals[:4], b[:4], l.String())
 		}
+	}
+}
+
+// otherDtype returns a dtype different from dt (for out= dtype errors).
+func otherDtype(dt dtype.Dtype) dtype.Dtype {
+	switch dt {
+	case dtype.Float64:
+		return dtype.Float32
+	case dtype.Int64:
+		return dtype.Int32
+	}
+	return dtype.Float64
+}
+
+// TestOpTableOut runs every row through ops.CallN with out= tensors: for
+// each dtype and input shapes, out (contiguous, permuted or negative-step,
+// filled with garbage) ends up equal to the fresh result bit for bit and
+// is returned itself, for all outputs at once and (min, max) each one
+// alone; an out of the wrong shape is a Value error and of the wrong dtype
+// a Type error, with every out untouched; out may be the first input itself
+// (in place); and a call that would record a graph is refused (Runtime),
+// except for argmin/argmax, which never record.
+func TestOpTableOut(t *testing.T) {
+	for _, op := range opTable {
+		for _, dt := range tableDtypes() {
+			if op.rejects(dt) {
+				continue
+			}
+			t.Run(op.name+"/"+dt.String(), func(t *testing.T) {
+				t.Parallel()
+				r := newRand(seedOf("out", op.name, dt.String()))
+				noGrad := ctxFor(cpuBackend).NoGrad()
+				for si, shapes := range op.shapeSets() {
+					if op.fails != nil && op.fails(shapes) {
+						continue
+					}
+					msg := fmt.Sprintf("%s %v shapes %v", op.name, dt, shapes)
+					in := make([]*tensor.Tensor, op.arity)
+					for k := range in {
+						in[k] = makeTensor(t, dt, shapes[k], allLayouts[(si+k)%3], func(n int) []uint64 { return genBits(r, dt, n, genSpecial) })
+					}
+					args, attrs := op.generic(in)
+					fresh, err := ops.CallN(noGrad, op.id(), args, attrs, nil)
+					require.NoError(t, err, msg)
+					typed, err := op.outputs(noGrad, in)
+					require.NoError(t, err, msg)
+					require.Len(t, fresh, len(typed), msg)
+					for i := range fresh {
+						requireBitsEqual(t, typed[i], fresh[i], !op.minmax, "%s: output %d generic vs typed entry", msg, i)
+					}
+					garbage := func(l layout, shape []int, dt dtype.Dtype) *tensor.Tensor {
+						return makeTensor(t, dt, shape, l, func(n int) []uint64 { return genBits(r, dt, n, genSpecial) })
+					}
+					subsets := [][]bool{slices.Repeat([]bool{true}, len(fresh))}
+					if len(fresh) == 2 {
+						subsets = append(subsets, []bool{true, false}, []bool{false, true})
+					}
+					for _, l := range []layout{contiguous, permuted, negStep} {
+						for _, sub := range subsets {
+							outs := make([]*tensor.Tensor, len(fresh))
+							for i, f := range fresh {
+								if sub[i] {
+									outs[i] = garbage(l, f.Shape(), f.Dtype())
+								}
+							}
+							res, err := ops.CallN(noGrad, op.id(), args, attrs, outs)
+							require.NoError(t, err, "%s: out %v %v", msg, l, sub)
+							require.Len(t, res, len(fresh), msg)
+							for i := range res {
+								if outs[i] != nil {
+									assert.Same(t, outs[i], res[i], "%s: out %d is returned itself", msg, i)
+								}
+								requireBitsEqual(t, fresh[i], res[i], !op.minmax, "%s: out %d (%v, subset %v) vs fresh", msg, i, l, sub)
+							}
+						}
+					}
+					// Wrong shape or dtype of any one out: an error, every out untouched.
+					for i, f := range fresh {
+						for _, bad := range []struct {
+							shape []int
+							dt    dtype.Dtype
+							kind  errs.Kind
+						}{
+							{append([]int{2}, f.Shape()...), f.Dtype(), errs.Value},
+							{f.Shape(), otherDtype(f.Dtype()), errs.Type},
+						} {
+							outs := make([]*tensor.Tensor, len(fresh))
+							before := make([][]uint64, len(fresh))
+							for j, g := range fresh {
+								if j == i {
+									outs[j] = garbage(permuted, bad.shape, bad.dt)
+								} else {
+									outs[j] = garbage(contiguous, g.Shape(), g.Dtype())
+								}
+								before[j] = outs[j].Bits()
+							}
+							res, err := ops.CallN(noGrad, op.id(), args, attrs, outs)
+							require.Error(t, err, "%s: out %d of shape %v dtype %v", msg, i, bad.shape, bad.dt)
+							assert.Nil(t, res, msg)
+							assert.Equal(t, bad.kind, errs.KindOf(err), "%s: %v", msg, err)
+							for j := range outs {
+								require.Equal(t, before[j], outs[j].Bits(), "%s: out %d touched by a failed call", msg, j)
+							}
+						}
+					}
+					// In place: out is the first input (same memory and layout).
+					if len(fresh) == 1 && fresh[0].Dtype() == dt && slices.Equal(fresh[0].Shape(), shapes[0]) {
+						x := contiguousCopy(t, in[0])
+						inPlace := slices.Clone(in)
+						inPlace[0] = x
+						a, at := op.generic(inPlace)
+						res, err := ops.CallN(noGrad, op.id(), a, at, ts(x))
+						require.NoError(t, err, msg+": in place")
+						assert.Same(t, x, res[0], msg)
+						requireBitsEqual(t, fresh[0], x, !op.minmax, msg+": in place vs fresh")
+					}
+					// Grad mode with an input that requires grad.
+					if !dt.IsFloat() {
+						continue
+					}
+					leaves := make([]*tensor.Tensor, len(in))
+					for k := range in {
+						leaves[k] = leaf(t, in[k].Detach())
+					}
+					a, at := op.generic(leaves)
+					outs := make([]*tensor.Tensor, len(fresh))
+					before := make([][]uint64, len(fresh))
+					for i, f := range fresh {
+						outs[i] = garbage(contiguous, f.Shape(), f.Dtype())
+						before[i] = outs[i].Bits()
+					}
+					res, err := ops.CallN(ctxFor(cpuBackend), op.id(), a, at, outs)
+					if !op.diff {
+						require.NoError(t, err, msg+": argmin/argmax never record")
+						requireBitsEqual(t, fresh[0], res[0], false, msg)
+						continue
+					}
+					require.Error(t, err, msg+": out= would record a graph")
+					assert.Equal(t, errs.Runtime, errs.KindOf(err), "%s: %v", msg, err)
+					for i := range outs {
+						require.Equal(t, before[i], outs[i].Bits(), "%s: out %d touched by a refused call", msg, i)
+					}
+				}
+			})
+		}
+	}
+}
+
+// familyInts returns a float tensor of dt with small integers (-3..3, many
+// ties; every sum of products stays exact), laid out as l.
+func familyInts(t *testing.T, r *rand.Rand, dt dtype.Dtype, shape []int, l layout) *tensor.Tensor {
+	return makeTensor(t, dt, shape, l, func(n int) []uint64 {
+		out := make([]uint64, n)
+		for i := range out {
+			out[i] = bitsOfFloat(dt, float64(r.IntN(7)-3))
+		}
+		return out
+	})
+}
+
+// TestOpTableJvpTranspose: for the family's differentiable rows, forward
+// mode is the exact transpose of the backward on small-integer data full
+// of ties, <J v, u> == <v, Jᵀ u> with no rounding allowed, on both
+// backends, float64 and float32, contiguous and permuted.
+func TestOpTableJvpTranspose(t *testing.T) {
+	for _, op := range opTable {
+		if !op.minmax || !op.diff {
+			continue
+		}
+		t.Run(op.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRand(seedOf("jvp-transpose", op.name))
+			for _, be := range []backend.IBackend{cpuBackend, refBackend} {
+				c := ctxFor(be)
+				for _, dt := range []dtype.Dtype{dtype.Float64, dtype.Float32} {
+					for si, shapes := range op.shapeSets() {
+						if op.fails != nil && op.fails(shapes) {
+							continue
+						}
+						msg := fmt.Sprintf("%s %s %v shapes %v", op.name, be.Name(), dt, shapes)
+						l := []layout{contiguous, permuted}[si%2]
+						in := make([]*tensor.Tensor, op.arity)
+						vs := make([]*tensor.Tensor, op.arity)
+						for k := range in {
+							in[k] = leaf(t, familyInts(t, r, dt, shapes[k], l))
+							vs[k] = familyInts(t, r, dt, shapes[k], contiguous)
+						}
+						args, attrs := op.generic(in)
+						targs, _ := op.generic(vs)
+						outs, touts, err := ops.CallJvp(c.NoGrad(), op.id(), args, targs, attrs)
+						require.NoError(t, err, msg)
+						y, err := op.call(c, in)
+						require.NoError(t, err, msg)
+						requireBitsEqual(t, y.Detach(), outs[0], false, msg+": jvp's primal")
+						u := familyInts(t, r, dt, y.Shape(), contiguous)
+						jtu, err := ops.Grad(c, ts(y), in, ts(u), nil, false, false)
+						require.NoError(t, err, msg)
+						lhs := dot(touts[0].Float64s(), u.Float64s())
+						rhs := 0.0
+						for k := range in {
+							rhs += dot(vs[k].Float64s(), jtu[k].Float64s())
+						}
+						require.Equal(t, lhs, rhs, "%s: <J v, u> == <v, Jᵀ u>", msg)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestOpTableDoubleBackward is gradgradcheck for the family's
+// differentiable rows: with create_graph, the gradient g = Jᵀ u (equal to
+// the plain backward's, bit for bit) is differentiable in u, and the
+// gradient of <g, w> with respect to u is J w, which is
+//   - the forward-mode tangent along w, bit for bit, on tie-heavy
+//     small-integer data (both backends, cpu equal to ref);
+//   - the directional central difference of the op along w on float64
+//     data away from ties.
+//
+// The masks are constants: <g, w> does not depend on the inputs.
+func TestOpTableDoubleBackward(t *testing.T) {
+	for _, op := range opTable {
+		if !op.minmax || !op.diff {
+			continue
+		}
+		t.Run(op.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRand(seedOf("gradgrad", op.name))
+			for si, shapes := range op.shapeSets() {
+				if op.fails != nil && op.fails(shapes) {
+					continue
+				}
+				l := []layout{contiguous, permuted, negStep}[si%3]
+				msg := fmt.Sprintf("%s shapes %v layout %v", op.name, shapes, l)
+				// gg returns d<g, w>/du and d<g, w>/d(inputs) (nil or zero).
+				gg := func(c *ops.Context, in, ws []*tensor.Tensor, uT *tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+					leaves := make([]*tensor.Tensor, len(in))
+					for k := range in {
+						leaves[k] = leaf(t, in[k].Detach())
+					}
+					y, err := op.call(c, leaves)
+					require.NoError(t, err, msg)
+					u := leaf(t, uT.Detach())
+					g, err := ops.Grad(c, ts(y), leaves, ts(u), nil, true, false)
+					require.NoError(t, err, msg)
+					plain, err := ops.Grad(c, ts(must(t)(op.call(c, leaves))), leaves, ts(uT), nil, false, false)
+					require.NoError(t, err, msg)
+					var s *tensor.Tensor
+					for k := range g {
+						requireBitsEqual(t, plain[k], g[k].Detach(), false, "%s: create_graph grad %d vs plain", msg, k)
+						require.True(t, g[k].RequiresGrad(), "%s: grad %d is recorded", msg, k)
+						p := sumT(t, c, must(t)(ops.Mul(c, g[k], ws[k])))
+						if s == nil {
+							s = p
+						} else {
+							s = must(t)(ops.Add(c, s, p))
+						}
+					}
+					second, err := ops.Grad(c, ts(s), append([]*tensor.Tensor{u}, leaves...), nil, nil, false, true)
+					require.NoError(t, err, msg)
+					require.NotNil(t, second[0], msg)
+					requireShape(t, u.Shape(), second[0].Shape(), msg)
+					return second[0], second[1:]
+				}
+				zeroOrNil := func(gs []*tensor.Tensor, what string) {
+					for k, g := range gs {
+						if g != nil {
+							for _, v := range g.Float64s() {
+								require.Zero(t, v, "%s: %s: d<g, w>/d input %d", msg, what, k)
+							}
+						}
+					}
+				}
+
+				// Exact, on ties.
+				in := make([]*tensor.Tensor, op.arity)
+				ws := make([]*tensor.Tensor, op.arity)
+				for k := range in {
+					in[k] = familyInts(t, r, dtype.Float64, shapes[k], l)
+					ws[k] = familyInts(t, r, dtype.Float64, shapes[k], contiguous)
+				}
+				args, attrs := op.generic(in)
+				targs, _ := op.generic(ws)
+				outs, touts, err := ops.CallJvp(nil, op.id(), args, targs, attrs)
+				require.NoError(t, err, msg)
+				u := familyInts(t, r, dtype.Float64, outs[0].Shape(), contiguous)
+				gCPU, dCPU := gg(ctxFor(cpuBackend), in, ws, u)
+				gRef, dRef := gg(ctxFor(refBackend), in, ws, u)
+				requireBitsEqual(t, touts[0], gCPU, false, msg+": d<g, w>/du == J w (forward mode)")
+				requireBitsEqual(t, gRef, gCPU, false, msg+": cpu vs ref")
+				zeroOrNil(dCPU, "cpu")
+				zeroOrNil(dRef, "ref")
+
+				// Against finite differences, away from ties.
+				var vals [][]float64
+				for try := 0; ; try++ {
+					require.Less(t, try, 1000, msg+": no valid data")
+					vals = make([][]float64, op.arity)
+					for k := range vals {
+						for _, b := range genBits(r, dtype.Float64, numel(shapes[k]), genSmooth) {
+							vals[k] = append(vals[k], math.Float64frombits(b))
+						}
+					}
+					if op.fdValid == nil || op.fdValid(vals, shapes) {
+						break
+					}
+				}
+				const eps = 1e-6
+				eval := func(sign float64) []float64 {
+					xs := make([]*tensor.Tensor, op.arity)
+					for k := range xs {
+						v := slices.Clone(vals[k])
+						w := ws[k].Float64s()
+						for i := range v {
+							v[i] += sign * eps * w[i]
+						}
+						xs[k] = f64(t, shapes[k], v...)
+					}
+					return must(t)(op.call(ctxFor(cpuBackend).NoGrad(), xs)).Float64s()
+				}
+				hi, lo := eval(1), eval(-1)
+				fd := make([]float64, len(hi))
+				for i := range fd {
+					fd[i] = (hi[i] - lo[i]) / (2 * eps)
+				}
+				for k := range in {
+					in[k] = makeTensor(t, dtype.Float64, shapes[k], l, func(n int) []uint64 {
+						out := make([]uint64, n)
+						for i, v := range vals[k] {
+							out[i] = math.Float64bits(v)
+						}
+						return out
+					})
+				}
+				got, d := gg(ctxFor(cpuBackend), in, ws, u)
+				requireClose(t, fd, got.Float64s(), 1e-6, 1e-5, msg, " d<g, w>/du vs finite differences")
+				zeroOrNil(d, "smooth")
+			}
+		})
 	}
 }

@@ -91,3 +91,29 @@ func nilIfEmpty(s []int) []int {
 	}
 	return s
 }
+
+// Forward mode through argmin/argmax (no jvp of their own: their output is
+// int64) gives the positions and a nil tangent; it used to fail with "has
+// no forward-mode derivative", so autograd.jvp of any function calling
+// argmax on an input with a tangent raised.
+func TestJvpThroughArgminGivesNoTangent(t *testing.T) {
+	x := f64(t, []int{2, 3}, 1, 5, 3, -1, 0, 7)
+	v := f64(t, []int{2, 3}, 1, 2, 3, 4, 5, 6)
+	for name, want := range map[string][]int64{"argmin": {1, 1, 0}, "argmax": {0, 0, 1}} {
+		s, ok := ops.Lookup(name)
+		require.True(t, ok)
+		outs, touts, err := ops.CallJvp(nil, s.ID, ts(x), ts(v), []int64{0, 1, 0})
+		require.NoError(t, err, name)
+		require.Len(t, outs, 1)
+		require.Equal(t, want, outs[0].Int64s(), name)
+		require.Len(t, touts, 1)
+		require.Nil(t, touts[0], name)
+	}
+	// An op with a floating output still needs a jvp: every op has one, so
+	// this is checked through an integer input instead (a Type error).
+	xi, err := tensor.FromInt64s(dtype.Int32, []int{2}, []int64{1, 2})
+	require.NoError(t, err)
+	s, _ := ops.Lookup("argmax")
+	_, _, err = ops.CallJvp(nil, s.ID, ts(xi), ts(f64(t, []int{2}, 1, 1)), []int64{0, -1})
+	require.Error(t, err)
+}

@@ -213,8 +213,12 @@ func CallJvp(c *Context, id int, in, tangents []*tensor.Tensor, attrs []int64) (
 	}
 	touts = make([]*tensor.Tensor, len(outs))
 	if !any || s.jvp == nil {
-		if any && s.jvp == nil {
-			return nil, nil, fmt.Errorf("%s has no forward-mode derivative", s.Name)
+		// An op without a jvp is fine when no output could carry a tangent
+		// (argmin, argmax: integer outputs, whose tangent is nil).
+		for _, o := range outs {
+			if any && o.Dtype().IsFloat() {
+				return nil, nil, fmt.Errorf("%s has no forward-mode derivative", s.Name)
+			}
 		}
 		return outs, touts, nil
 	}
