@@ -117,42 +117,64 @@ func sliceIndices(shape []int, red []int) [][]int {
 	return out
 }
 
+// key is an element's value for the oracle: a float64 (exact for every
+// dtype's values the tests use) and whether it is NaN.
+type key struct {
+	v   float64
+	nan bool
+}
+
+func keysOf(dt dtype.Dtype, bits []uint64) []key {
+	out := make([]key, len(bits))
+	for i := range bits {
+		p := unsafe.Pointer(&bits[i])
+		if dt.IsFloat() {
+			out[i].v = tensor.LoadFloat64(dt, p)
+			out[i].nan = math.IsNaN(out[i].v)
+		} else {
+			out[i].v = float64(tensor.LoadInt64(dt, p))
+		}
+	}
+	return out
+}
+
 // better reports whether a is strictly better than b under rule r in the
 // order a fold keeps (NumPy's definitions): under min/max a NaN is best,
 // under fmin/fmax worst; otherwise smaller (min) or larger (max) is better;
 // -0 == +0.
-func better(r backend.Rule, dt dtype.Dtype, a, b uint64) bool {
-	var aNaN, bNaN bool
-	var x, y float64
-	if dt.IsFloat() {
-		x, y = tensor.LoadFloat64(dt, unsafe.Pointer(&a)), tensor.LoadFloat64(dt, unsafe.Pointer(&b))
-		aNaN, bNaN = math.IsNaN(x), math.IsNaN(y)
-	} else {
-		x, y = float64(tensor.LoadInt64(dt, unsafe.Pointer(&a))), float64(tensor.LoadInt64(dt, unsafe.Pointer(&b)))
-	}
-	if aNaN || bNaN {
+func better(r backend.Rule, a, b key) bool {
+	if a.nan || b.nan {
 		if r.IgnoresNaN() {
-			return bNaN && !aNaN
+			return b.nan && !a.nan
 		}
-		return aNaN && !bNaN
+		return a.nan && !b.nan
 	}
 	if r.Greater() {
-		return x > y
+		return a.v > b.v
 	}
-	return x < y
+	return a.v < b.v
 }
 
 // oracleArg returns the position of the first best element of each slice.
-func oracleArg(r backend.Rule, dt dtype.Dtype, bits []uint64, slices [][]int) []int64 {
+func oracleArg(r backend.Rule, keys []key, slices [][]int) []int64 {
 	out := make([]int64, len(slices))
 	for o, s := range slices {
 		best := 0
 		for k := 1; k < len(s); k++ {
-			if better(r, dt, bits[s[k]], bits[s[best]]) {
+			if better(r, keys[s[k]], keys[s[best]]) {
 				best = k
 			}
 		}
 		out[o] = int64(best)
+	}
+	return out
+}
+
+// winnerBits returns, for each slice, the bits of its element at pos.
+func winnerBits(bits []uint64, slices [][]int, pos []int64) []uint64 {
+	out := make([]uint64, len(slices))
+	for o, s := range slices {
+		out[o] = bits[s[pos[o]]]
 	}
 	return out
 }
@@ -184,15 +206,15 @@ func TestArgReduceMatchesRefAndOracle(t *testing.T) {
 				bits := a.Bits()
 				keep := keepShape(c.shape, c.red)
 				slices := sliceIndices(c.shape, c.red)
+				keys := keysOf(dt, bits)
 				for rule := range backend.Rule(backend.NumRules) {
 					name := fmt.Sprintf("%v %v shape=%v red=%v %v", rule, dt, c.shape, c.red, l)
 					wantIdx := must(t)(tensor.Empty(dtype.Int64, keep))
 					wantVals := must(t)(tensor.Empty(dt, keep))
 					require.NoError(t, ref.Backend{}.ArgReduce(rule, wantVals, wantIdx, a), name)
-					require.Equal(t, oracleArg(rule, dt, bits, slices), wantIdx.Int64s(), "%s: ref vs oracle", name)
-					for o, s := range slices {
-						require.Equal(t, bits[s[wantIdx.Int64s()[o]]], wantVals.Bits()[o], "%s: ref values", name)
-					}
+					pos := wantIdx.Int64s()
+					require.Equal(t, oracleArg(rule, keys, slices), pos, "%s: ref vs oracle", name)
+					require.Equal(t, winnerBits(bits, slices, pos), wantVals.Bits(), "%s: ref values", name)
 					for _, be := range familyBackends() {
 						bn := fmt.Sprintf("%s threads=%v", name, threadsOf(be))
 						idx := must(t)(tensor.Empty(dtype.Int64, keep))
@@ -210,14 +232,32 @@ func TestArgReduceMatchesRefAndOracle(t *testing.T) {
 	}
 }
 
-// Slices longer than the cpu backend's blocks, with the winner's ties and
-// NaNs placed across block boundaries, and sizes that engage the parallel
-// paths; also a (300, 256) tensor reduced over each dim (rows and columns).
+// Slices longer than the cpu backend's blocks (of positions, and of rows in
+// column mode), with many ties and rare NaNs so that winners and their ties
+// fall in different blocks, and sizes that engage the parallel paths; also
+// a (300, 256) tensor reduced over each dim (rows and columns).
 func TestArgReduceLargeDeterministic(t *testing.T) {
-	for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float64, dtype.Float16, dtype.Int16, dtype.BFloat16} {
-		for _, c := range []reduceCase{{[]int{200000}, []int{0}}, {[]int{300, 256}, []int{0}}, {[]int{300, 256}, []int{1}},
-			{[]int{300, 256}, []int{0, 1}}, {[]int{3, 70000}, []int{1}}} {
-			for _, l := range []layout{contiguous, negStep, permuted} {
+	all := []layout{contiguous, negStep, permuted, zeroStride}
+	cases := []struct {
+		reduceCase
+		layouts []layout
+		race    bool // also run under the race detector (slow)
+	}{
+		{reduceCase{[]int{300, 256}, []int{0}}, all, true},
+		{reduceCase{[]int{300, 256}, []int{1}}, all, true},
+		{reduceCase{[]int{300, 256}, []int{0, 1}}, all, true},
+		{reduceCase{[]int{200000}, []int{0}}, []layout{contiguous, negStep}, false},        // blocks of positions
+		{reduceCase{[]int{3, 70000}, []int{1}}, []layout{contiguous, permuted}, false},     // blocks of positions
+		{reduceCase{[]int{70000, 16}, []int{0}}, []layout{contiguous, zeroStride}, false},  // column mode, blocks of rows
+		{reduceCase{[]int{1100, 1000}, []int{0}}, []layout{contiguous, zeroStride}, false}, // column mode, blocks of rows
+		{reduceCase{[]int{2, 1100, 1000}, []int{1}}, []layout{contiguous}, false},          // column mode, two output rows
+	}
+	for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float64, dtype.Float16, dtype.BFloat16, dtype.Int16} {
+		for _, c := range cases {
+			if raceEnabled && !c.race {
+				continue
+			}
+			for _, l := range c.layouts {
 				r := newRand(seedOf("argreduce-large", dt.String(), fmt.Sprint(c.shape, c.red), l.String()))
 				a := makeTensor(t, dt, c.shape, l, func(n int) []uint64 {
 					out := make([]uint64, n)
@@ -235,17 +275,17 @@ func TestArgReduceLargeDeterministic(t *testing.T) {
 				keep := keepShape(c.shape, c.red)
 				slices := sliceIndices(c.shape, c.red)
 				bits := a.Bits()
+				keys := keysOf(dt, bits)
 				for rule := range backend.Rule(backend.NumRules) {
 					name := fmt.Sprintf("%v %v shape=%v red=%v %v", rule, dt, c.shape, c.red, l)
-					want := oracleArg(rule, dt, bits, slices)
+					want := oracleArg(rule, keys, slices)
+					wantVals := winnerBits(bits, slices, want)
 					for _, be := range familyBackends() {
 						idx := must(t)(tensor.Empty(dtype.Int64, keep))
 						vals := must(t)(tensor.Empty(dt, keep))
 						require.NoError(t, be.ArgReduce(rule, vals, idx, a), name)
 						require.Equal(t, want, idx.Int64s(), "%s threads=%v", name, threadsOf(be))
-						for o, s := range slices {
-							require.Equal(t, bits[s[want[o]]], vals.Bits()[o], "%s: values", name)
-						}
+						require.Equal(t, wantVals, vals.Bits(), "%s: values", name)
 					}
 				}
 			}
@@ -326,17 +366,13 @@ func TestScatterGather(t *testing.T) {
 				require.NoError(t, ref.Backend{}.Gather(wantG, x, idx), name)
 				// the oracle: position idx[o] of slice o
 				slices := sliceIndices(c.shape, c.red)
-				gb, xb, sb, ib := g.Bits(), x.Bits(), wantS.Bits(), idx.Int64s()
+				gb, xb, ib := g.Bits(), x.Bits(), idx.Int64s()
+				require.Equal(t, winnerBits(xb, slices, ib), wantG.Bits(), "%s: ref gather", name)
+				scattered := make([]uint64, len(xb))
 				for o, s := range slices {
-					require.Equal(t, xb[s[ib[o]]], wantG.Bits()[o], "%s: ref gather", name)
-					for k, i := range s {
-						want := uint64(0)
-						if int64(k) == ib[o] {
-							want = gb[o]
-						}
-						require.Equal(t, want, sb[i], "%s: ref scatter", name)
-					}
+					scattered[s[ib[o]]] = gb[o]
 				}
+				require.Equal(t, scattered, wantS.Bits(), "%s: ref scatter", name)
 				for _, be := range familyBackends() {
 					bn := fmt.Sprintf("%s threads=%v", name, threadsOf(be))
 					s := must(t)(tensor.Empty(dt, c.shape))

@@ -32,8 +32,16 @@ import (
 const argBlock = 1 << 16
 
 // colBlock is the most columns one unit of ArgReduce's column mode keeps
-// running winners for (on the stack: values and positions).
-const colBlock = 512
+// running winners for: a whole row of a (4096, 4096) float32 tensor, so
+// that a unit reads its rows' memory in one sequential stream.
+const colBlock = 4096
+
+// colWork is about the number of elements one unit of column mode folds
+// (a block of rows of a block of columns).
+const colWork = 1 << 20
+
+// colScratchBytes bounds the partial winners column mode holds at once.
+const colScratchBytes = 8 << 20
 
 // colMin is the least length of a kept, contiguous last dim for which
 // ArgReduce runs in column mode.
@@ -56,8 +64,8 @@ type argFuncs struct {
 	takes func(wp, q unsafe.Pointer) bool
 	// col folds row k of a column block (n contiguous elements at p) into
 	// the running values wv and positions wpos (int64 for 8-byte dtypes,
-	// int32 else); row 0 initialises them.
-	col func(wv, wpos, p unsafe.Pointer, n, k int)
+	// int32 else); with first it initialises them instead.
+	col func(wv, wpos, p unsafe.Pointer, n, k int, first bool)
 	// wide reports whether col's positions are int64.
 	wide bool
 }
@@ -130,11 +138,13 @@ func argRun[R rule, T native](w *winner, p unsafe.Pointer, st, n, pos0 int) {
 }
 
 // argCol is argFuncs.col for a native type.
-func argCol[R rule, T native, P int32 | int64](wv, wpos, p unsafe.Pointer, n, k int) {
+func argCol[R rule, T native, P int32 | int64](wv, wpos, p unsafe.Pointer, n, k int, first bool) {
 	v, pos, x := unsafe.Slice((*T)(wv), n), unsafe.Slice((*P)(wpos), n), unsafe.Slice((*T)(p), n)
-	if k == 0 {
+	if first {
 		copy(v, x)
-		clear(pos)
+		for c := range pos {
+			pos[c] = P(k)
+		}
 		return
 	}
 	c := simdArgCol[R, T](wv, wpos, p, n, k)
@@ -148,9 +158,25 @@ func argCol[R rule, T native, P int32 | int64](wv, wpos, p unsafe.Pointer, n, k 
 // argHalf is argFuncs for float16 (bf false) or bfloat16: the rule on
 // values widened exactly to float32, the bits copied.
 func argHalf[R rule](bf bool) argFuncs {
+	lim := halfNaNLimit(dtype.Float16)
+	if bf {
+		lim = halfNaNLimit(dtype.BFloat16)
+	}
 	return argFuncs{
 		run: func(w *winner, p unsafe.Pointer, st, n, pos0 int) {
 			i := 0
+			if st == 2 && n >= 64 {
+				if done, bp := simdArgRunHalf[R](p, n, lim, bf); done > 0 {
+					q := unsafe.Add(p, 2*bp)
+					if w.p == nil || !wins[R](widenHalf(*(*uint16)(w.p), bf), widenHalf(*(*uint16)(q), bf)) {
+						w.p, w.pos = q, pos0+bp
+					}
+					i = done
+					if i == n {
+						return
+					}
+				}
+			}
 			if w.p == nil {
 				w.p, w.pos = p, pos0
 				i = 1
@@ -166,11 +192,13 @@ func argHalf[R rule](bf bool) argFuncs {
 		takes: func(wp, q unsafe.Pointer) bool {
 			return !wins[R](widenHalf(*(*uint16)(wp), bf), widenHalf(*(*uint16)(q), bf))
 		},
-		col: func(wv, wpos, p unsafe.Pointer, n, k int) {
+		col: func(wv, wpos, p unsafe.Pointer, n, k int, first bool) {
 			v, pos, x := unsafe.Slice((*uint16)(wv), n), unsafe.Slice((*int32)(wpos), n), unsafe.Slice((*uint16)(p), n)
-			if k == 0 {
+			if first {
 				copy(v, x)
-				clear(pos)
+				for c := range pos {
+					pos[c] = int32(k)
+				}
 				return
 			}
 			for c := range x {
@@ -403,10 +431,11 @@ func (b *Backend) argRows(f *argFuncs, dst argDst, idx, a *tensor.Tensor) {
 }
 
 // argColumns is ArgReduce in column mode, when a's last dim is kept, of
-// unit stride and at least colMin long, and some dim is reduced: each work
-// unit keeps running winners for a block of columns of one output row and
-// folds the slice's rows into them in position order, vectorised across
-// the columns. It reports false, doing nothing, for other layouts.
+// unit stride and at least colMin long, and some dim is reduced: a work
+// unit folds a block of rows (positions) of a block of columns of one
+// output row into running winners, vectorised across the columns, reading
+// each row's columns in one stream; the units' winners are then folded in
+// position order. It reports false, doing nothing, for other layouts.
 func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor) bool {
 	nd := a.Ndim()
 	if nd < 2 || f.col == nil {
@@ -436,52 +465,78 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor) boo
 	var kIt, rIt tensor.Iter
 	kIt.Reset(kShape[:nk], nil, []int{a.Offset()}, kStr[:nk])
 	rIt.Reset(rShape[:nr], nil, []int{0}, rStr[:nr])
-	sz := a.Dtype().Size()
+	sz, psz := a.Dtype().Size(), 4
+	if f.wide {
+		psz = 8
+	}
 	base := a.Storage().Pointer()
-	ncb := (C + colBlock - 1) / colBlock
-	nK := nOut / C
-	b.run(a.Numel(), nK*ncb, func(t int) {
-		K, c0 := t/ncb, (t%ncb)*colBlock
-		n := min(colBlock, C-c0)
-		scratch := colBufs.Get().(*colScratch)
-		wv, wpos := unsafe.Pointer(&scratch.vals[0]), unsafe.Pointer(&scratch.pos[0])
-		off := iterOffset(&kIt, K) + c0
-		var cur tensor.RowCursor
-		cur.Seek(&rIt, 0)
-		inner, ist := rIt.Inner(), rIt.InnerStride(0)
-		k := 0
-		for row := rIt.Rows(); row > 0; row-- {
-			for j := 0; j < inner; j++ {
-				f.col(wv, wpos, unsafe.Add(base, (off+cur.Offs[0]+j*ist)*sz), n, k)
-				k++
+	width := min(C, colBlock)              // columns per unit (the last block may be narrower)
+	ncb := (C + width - 1) / width         // column blocks per output row
+	rb := max(1, colWork/width)            // rows (positions) per unit
+	nrb := (r + rb - 1) / rb               // row blocks per slice
+	nK := nOut / C                         // output rows
+	units := nK * ncb * nrb                // in order: output row, column block, row block
+	posOff := (width*sz + 7) &^ 7          // a unit's positions follow its values, aligned
+	unitBytes := posOff + (width*psz+7)&^7 // one unit's partial winners
+	window := max(1, min(units, colScratchBytes/unitBytes))
+	part := make([]byte, window*unitBytes)
+	acc := make([]byte, unitBytes) // the running winners of the current column block
+	inner, ist := rIt.Inner(), rIt.InnerStride(0)
+	for w0 := 0; w0 < units; w0 += window {
+		wn := min(window, units-w0)
+		b.run(wn*width*min(rb, r), wn, func(t int) {
+			u := w0 + t
+			K, cb, rblk := u/(ncb*nrb), (u/nrb)%ncb, u%nrb
+			c0 := cb * width
+			n := min(width, C-c0)
+			wv := unsafe.Pointer(&part[t*unitBytes])
+			wpos := unsafe.Add(wv, posOff)
+			off := iterOffset(&kIt, K) + c0
+			k0, k1 := rblk*rb, min(r, (rblk+1)*rb)
+			var cur tensor.RowCursor
+			cur.Seek(&rIt, k0/inner)
+			j := k0 % inner
+			for k := k0; k < k1; k++ {
+				f.col(wv, wpos, unsafe.Add(base, (off+cur.Offs[0]+j*ist)*sz), n, k, k == k0)
+				if j++; j == inner {
+					j = 0
+					cur.Next(&rIt)
+				}
 			}
-			cur.Next(&rIt)
-		}
-		o := K*C + c0
-		if f.wide {
-			for c, p := range unsafe.Slice((*int64)(wpos), n) {
-				dst.idx[o+c] = p
+		})
+		for u := w0; u < w0+wn; u++ {
+			K, cb, rblk := u/(ncb*nrb), (u/nrb)%ncb, u%nrb
+			c0 := cb * width
+			n := min(width, C-c0)
+			pv := part[(u-w0)*unitBytes:]
+			if rblk == 0 {
+				copy(acc, pv[:unitBytes])
+			} else {
+				for c := 0; c < n; c++ {
+					if f.takes(unsafe.Pointer(&acc[c*sz]), unsafe.Pointer(&pv[c*sz])) {
+						copy(acc[c*sz:(c+1)*sz], pv[c*sz:(c+1)*sz])
+						copy(acc[posOff+c*psz:posOff+(c+1)*psz], pv[posOff+c*psz:posOff+(c+1)*psz])
+					}
+				}
 			}
-		} else {
-			for c, p := range unsafe.Slice((*int32)(wpos), n) {
-				dst.idx[o+c] = int64(p)
+			if rblk < nrb-1 {
+				continue
+			}
+			o := K*C + c0
+			if f.wide {
+				copy(dst.idx[o:o+n], unsafe.Slice((*int64)(unsafe.Pointer(&acc[posOff])), n))
+			} else {
+				for c, p := range unsafe.Slice((*int32)(unsafe.Pointer(&acc[posOff])), n) {
+					dst.idx[o+c] = int64(p)
+				}
+			}
+			if dst.vals != nil {
+				copy(unsafe.Slice((*byte)(unsafe.Add(dst.vals, o*sz)), n*sz), acc[:n*sz])
 			}
 		}
-		if dst.vals != nil {
-			copy(unsafe.Slice((*byte)(unsafe.Add(dst.vals, o*sz)), n*sz), scratch.vals[:n*sz])
-		}
-		colBufs.Put(scratch)
-	})
+	}
 	return true
 }
-
-// colScratch is one column-mode unit's running values and positions.
-type colScratch struct {
-	vals [colBlock * 8]byte
-	pos  [colBlock]int64
-}
-
-var colBufs = sync.Pool{New: func() any { return new(colScratch) }}
 
 // ---- Scatter and Gather ----
 
@@ -750,6 +805,8 @@ func buildClamp(dt dtype.Dtype, cf choiceFunc) segFunc {
 	var fast func(seg) int
 	if sz := simdSize(dt); sz != 0 {
 		fast = func(s seg) int { return simdClamp(&s, sz) }
+	} else if isHalf(dt) {
+		fast = func(s seg) int { return simdClampHalf(&s, dt) }
 	}
 	return choiceKernel(4, cf, 1, fast, func(c []uint8, s seg) { pick(c, s, 0, 1) })
 }
@@ -758,6 +815,8 @@ func buildClampRoute(cd, gd dtype.Dtype, cf choiceFunc) segFunc {
 	var fast func(seg) int
 	if sz := simdSize(cd); sz != 0 && cd == gd {
 		fast = func(s seg) int { return simdClampRoute(&s, sz) }
+	} else if isHalf(cd) && cd == gd {
+		fast = func(s seg) int { return simdClampRouteHalf(&s, cd) }
 	}
 	return choiceKernel(7, cf, 3, fast, route3For(gd))
 }
@@ -767,6 +826,8 @@ func buildClampSelect(cd, vd dtype.Dtype, cf choiceFunc) segFunc {
 	var fast func(seg) int
 	if sz := simdSize(cd); sz != 0 && cd == vd {
 		fast = func(s seg) int { return simdClampSelect(&s, sz) }
+	} else if isHalf(cd) && cd == vd {
+		fast = func(s seg) int { return simdClampSelectHalf(&s, cd) }
 	}
 	return choiceKernel(7, cf, 1, fast, func(c []uint8, s seg) { pick(c, s, 0, 4) })
 }
