@@ -57,6 +57,14 @@ func tieBits(r *rand.Rand, dt dtype.Dtype, n int) []uint64 {
 	return out
 }
 
+// underRace thins a table under the race detector (which makes the scalar
+// kernels, and ref, tens of times slower): it keeps every k-th combination
+// counted by *n. Without the race detector every combination runs.
+func underRace(n *int, k int) bool {
+	*n++
+	return !raceEnabled || *n%k == 0
+}
+
 // keepShape returns shape with the dims in red set to 1.
 func keepShape(shape []int, red []int) []int {
 	k := append([]int(nil), shape...)
@@ -198,9 +206,13 @@ func reduceCases() []reduceCase {
 }
 
 func TestArgReduceMatchesRefAndOracle(t *testing.T) {
+	count := 0
 	for _, dt := range allDtypes {
 		for _, c := range reduceCases() {
 			for _, l := range allLayouts {
+				if !underRace(&count, 3) {
+					continue
+				}
 				r := newRand(seedOf("argreduce", dt.String(), fmt.Sprint(c.shape, c.red), l.String()))
 				a := makeTensor(t, dt, c.shape, l, func(n int) []uint64 { return tieBits(r, dt, n) })
 				bits := a.Bits()
@@ -343,9 +355,13 @@ func TestArgReduceErrors(t *testing.T) {
 // dims, every dtype; and they are transposes: sum <Scatter(g), x> equals
 // sum <g, Gather(x)> exactly on small integer-valued floats.
 func TestScatterGather(t *testing.T) {
+	count := 0
 	for _, dt := range allDtypes {
 		for _, c := range reduceCases() {
 			for _, l := range allLayouts {
+				if !underRace(&count, 3) {
+					continue
+				}
 				r := newRand(seedOf("scatter", dt.String(), fmt.Sprint(c.shape, c.red), l.String()))
 				keep := keepShape(c.shape, c.red)
 				rlen := numel(c.shape) / max(1, numel(keep))
@@ -431,6 +447,7 @@ func clampOperands(t *testing.T, r *rand.Rand, dt dtype.Dtype, shape []int, lx, 
 // equals ref bit for bit.
 func TestClampKernels(t *testing.T) {
 	shapes := [][]int{{3, 50}, {37}, {}, {2, 1, 5}}
+	count := 0
 	for _, dt := range allDtypes {
 		other := dtype.Float64
 		if dt == dtype.Float64 {
@@ -439,6 +456,9 @@ func TestClampKernels(t *testing.T) {
 		for _, shape := range shapes {
 			for li, lx := range allLayouts {
 				for _, llo := range allLayouts {
+					if !underRace(&count, 3) {
+						continue
+					}
 					lhi := allLayouts[(li+int(llo))%len(allLayouts)]
 					r := newRand(seedOf("clamp", dt.String(), fmt.Sprint(shape), lx.String(), llo.String()))
 					x, lo, hi := clampOperands(t, r, dt, shape, lx, llo, lhi)
@@ -496,7 +516,11 @@ func TestClampKernels(t *testing.T) {
 // strides) and tensor bounds: cpu equals ref.
 func TestClampLarge(t *testing.T) {
 	n := 3*cpu.Chunk + 13
+	count := 0
 	for _, dt := range floatDtypes {
+		if !underRace(&count, 2) {
+			continue
+		}
 		r := newRand(seedOf("clamp-large", dt.String()))
 		gen := func(n int) []uint64 { return tieBits(r, dt, n) }
 		x := makeTensor(t, dt, []int{n}, contiguous, gen)

@@ -350,7 +350,15 @@ func (b *Backend) ArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
 		vdst = vw.DataPointer()
 	}
 	dst := argDst{idx: unsafe.Slice((*int64)(iw.DataPointer()), nOut), vals: vdst, sz: a.Dtype().Size()}
-	if !b.argColumns(f, dst, idx, a) {
+	switch {
+	case a.Numel() == nOut: // nothing reduced: each slice is its one element
+		clear(dst.idx)
+		if vw != nil {
+			if err := b.Cast(vw, a); err != nil {
+				return err
+			}
+		}
+	case !b.argColumns(f, dst, idx, a):
 		b.argRows(f, dst, idx, a)
 	}
 	runtime.KeepAlive(a)

@@ -46,24 +46,37 @@ func argRun32[R rule](p unsafe.Pointer, n int) (done, pos int) {
 		v0, v1, v2, v3 = v0.Merge(x0, k0), v1.Merge(x1, k1), v2.Merge(x2, k2), v3.Merge(x3, k3)
 		i0, i1, i2, i3 = i0.Merge(iv, k0), i1.Merge(iv, k1), i2.Merge(iv, k2), i3.Merge(iv, k3)
 	}
-	var vals [32]float32
-	var its [32]int32
-	v0.Store((*[8]float32)(vals[0:8]))
-	v1.Store((*[8]float32)(vals[8:16]))
-	v2.Store((*[8]float32)(vals[16:24]))
-	v3.Store((*[8]float32)(vals[24:32]))
-	i0.Store((*[8]int32)(its[0:8]))
-	i1.Store((*[8]int32)(its[8:16]))
-	i2.Store((*[8]int32)(its[16:24]))
-	i3.Store((*[8]int32)(its[24:32]))
+	// Full positions but for the lane: accumulator j's lane holds 32i+8j.
+	i1 = i1.Add(archsimd.BroadcastInt32x8(8))
+	i2 = i2.Add(archsimd.BroadcastInt32x8(16))
+	i3 = i3.Add(archsimd.BroadcastInt32x8(24))
+	// Combine the accumulators lane by lane: b takes a's place iff a does
+	// not win over b, or b wins over a from a smaller position.
+	v0, i0 = combine32[R](v0, i0, v1, i1)
+	v2, i2 = combine32[R](v2, i2, v3, i3)
+	v0, i0 = combine32[R](v0, i0, v2, i2)
+	var vals [8]float32
+	var its [8]int32
+	v0.Store(&vals)
+	i0.Store(&its)
 	best, bpos := vals[0], int(its[0])
-	for l := 1; l < 32; l++ {
+	for l := 1; l < 8; l++ {
 		v, vp := vals[l], int(its[l])+l
 		if !wins[R](best, v) || (wins[R](v, best) && vp < bpos) {
 			best, bpos = v, vp
 		}
 	}
 	return m, bpos
+}
+
+// combine32 combines two vectors of lane winners (values and positions):
+// lane by lane, the one that wins by rule R, and of equal values (each
+// wins over the other) the one at the smaller position.
+func combine32[R rule](va archsimd.Float32x8, pa archsimd.Int32x8, vb archsimd.Float32x8, pb archsimd.Int32x8) (archsimd.Float32x8, archsimd.Int32x8) {
+	aw := wins32[R](va, vb)
+	earlier := wins32[R](vb, va).And(pb.Less(pa))
+	v, p := va.Merge(vb, aw), pa.Merge(pb, aw)
+	return vb.Merge(v, earlier), pb.Merge(p, earlier)
 }
 
 // argRun64 is argRun32 for float64: four accumulators of 4 lanes.
