@@ -579,3 +579,45 @@ func TestBinaryFMinFMax(t *testing.T) {
 		}
 	}
 }
+
+// Outputs with strides (out= will pass such views): the results equal those
+// written into fresh contiguous tensors.
+func TestFamilyStridedOutputs(t *testing.T) {
+	for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float16, dtype.Int64} {
+		r := newRand(seedOf("strided-out", dt.String()))
+		gen := func(n int) []uint64 { return tieBits(r, dt, n) }
+		shape, red := []int{6, 5, 40}, []int{1}
+		keep := keepShape(shape, red)
+		a := makeTensor(t, dt, shape, contiguous, gen)
+		g := makeTensor(t, dt, keep, contiguous, gen)
+		lo, hi := makeTensor(t, dt, shape, zeroStride, gen), makeTensor(t, dt, shape, negStep, gen)
+		zeros := func(n int) []uint64 { return make([]uint64, n) }
+		for _, be := range append(familyBackends(), ref.Backend{}) {
+			name := fmt.Sprintf("%v %s threads=%v", dt, be.Name(), threadsOf(be))
+			idx, vals := must(t)(tensor.Empty(dtype.Int64, keep)), must(t)(tensor.Empty(dt, keep))
+			require.NoError(t, be.ArgReduce(backend.RuleMax, vals, idx, a), name)
+			sidx, svals := makeTensor(t, dtype.Int64, keep, permuted, zeros), makeTensor(t, dt, keep, negStep, zeros)
+			require.NoError(t, be.ArgReduce(backend.RuleMax, svals, sidx, a), name)
+			require.Equal(t, idx.Bits(), sidx.Bits(), "%s: argreduce positions", name)
+			require.Equal(t, vals.Bits(), svals.Bits(), "%s: argreduce values", name)
+
+			s, ss := must(t)(tensor.Empty(dt, shape)), makeTensor(t, dt, shape, permuted, zeros)
+			require.NoError(t, be.Scatter(s, g, idx), name)
+			require.NoError(t, be.Scatter(ss, g, idx), name)
+			require.Equal(t, s.Bits(), ss.Bits(), "%s: scatter", name)
+			gg, sg := must(t)(tensor.Empty(dt, keep)), makeTensor(t, dt, keep, negStep, zeros)
+			require.NoError(t, be.Gather(gg, a, idx), name)
+			require.NoError(t, be.Gather(sg, a, idx), name)
+			require.Equal(t, gg.Bits(), sg.Bits(), "%s: gather", name)
+
+			c, sc := must(t)(tensor.Empty(dt, shape)), makeTensor(t, dt, shape, permuted, zeros)
+			require.NoError(t, be.Clamp(c, a, lo, hi), name)
+			require.NoError(t, be.Clamp(sc, a, lo, hi), name)
+			require.Equal(t, c.Bits(), sc.Bits(), "%s: clamp", name)
+			// in place: out is x itself
+			x := contiguousCopy(t, a)
+			require.NoError(t, be.Clamp(x, x, lo, hi), name)
+			require.Equal(t, c.Bits(), x.Bits(), "%s: clamp in place", name)
+		}
+	}
+}
