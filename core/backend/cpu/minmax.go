@@ -107,6 +107,15 @@ func argNative[R rule, T native, P int32 | int64]() argFuncs {
 	}
 }
 
+// laneTakes is how lane winners combine, lanes holding elements of one
+// slice in no particular order: lane winner v at position vp takes the
+// place of the best so far, b at bpos, iff b does not win over v, or v wins
+// over b (so they are equal) from a smaller position. It gives the fold's
+// winner: the first best element.
+func laneTakes[R rule, T native](b, v T, bpos, vp int) bool {
+	return !wins[R](b, v) || (wins[R](v, b) && vp < bpos)
+}
+
 // argRun is argFuncs.run for a native type: SIMD on a contiguous run where
 // there is a path (the winner of a prefix, then the scalar fold).
 func argRun[R rule, T native](w *winner, p unsafe.Pointer, st, n, pos0 int) {

@@ -62,7 +62,7 @@ func argRun32[R rule](p unsafe.Pointer, n int) (done, pos int) {
 	best, bpos := vals[0], int(its[0])
 	for l := 1; l < 8; l++ {
 		v, vp := vals[l], int(its[l])+l
-		if !wins[R](best, v) || (wins[R](v, best) && vp < bpos) {
+		if laneTakes[R](best, v, bpos, vp) {
 			best, bpos = v, vp
 		}
 	}
@@ -108,7 +108,7 @@ func argRun64[R rule](p unsafe.Pointer, n int) (done, pos int) {
 	best, bpos := vals[0], int(its[0])
 	for l := 1; l < 16; l++ {
 		v, vp := vals[l], int(its[l])+l
-		if !wins[R](best, v) || (wins[R](v, best) && vp < bpos) {
+		if laneTakes[R](best, v, bpos, vp) {
 			best, bpos = v, vp
 		}
 	}
@@ -308,7 +308,7 @@ func simdArgRunHalf[R rule](p unsafe.Pointer, n int, lim int16, bf bool) (done, 
 	best, bpos := widenHalf(uint16(vals[0]), bf), int(its[0])*32
 	for k := 1; k < 32; k++ {
 		v, vp := widenHalf(uint16(vals[k]), bf), int(its[k])*32+k
-		if !wins[R](best, v) || (wins[R](v, best) && vp < bpos) {
+		if laneTakes[R](best, v, bpos, vp) {
 			best, bpos = v, vp
 		}
 	}
