@@ -188,27 +188,46 @@ func clampUnits(s *seg, sz, nout, nops int) (u [maxOps]int, ok bool) {
 
 // simdClamp is Clamp's SIMD path (out=0, x=1, lo=2, hi=3) for float32 (sz
 // 4) and float64: RuleMax between x and lo, then RuleMin between the
-// winner and hi. It does whole vectors and leaves the tail.
+// winner and hi. It does whole vectors and leaves the tail. Bounds that are
+// one value each (clip by scalars) are broadcast once, outside the loop.
 func simdClamp(s *seg, sz int) int {
 	u, ok := clampUnits(s, sz, 1, 4)
 	if !ok {
 		return 0
 	}
-	n := s.n
+	n, po, px, plo, phi := s.n, s.p[0], s.p[1], s.p[2], s.p[3]
+	ux, ulo, uhi := u[1], u[2], u[3]
+	i := 0
 	if sz == 4 {
-		i := 0
+		if ux == 1 && ulo == 0 && uhi == 0 {
+			lo, hi := archsimd.BroadcastFloat32x8(*(*float32)(plo)), archsimd.BroadcastFloat32x8(*(*float32)(phi))
+			for ; i+8 <= n; i += 8 {
+				x := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(px, 4*i)))
+				w := x.Merge(lo, wins32[ruleMax](x, lo))
+				w.Merge(hi, wins32[ruleMin](w, hi)).Store((*[8]float32)(unsafe.Add(po, 4*i)))
+			}
+			return i
+		}
 		for ; i+8 <= n; i += 8 {
-			x, lo, hi := ld32(s.p[1], u[1], i), ld32(s.p[2], u[2], i), ld32(s.p[3], u[3], i)
+			x, lo, hi := ld32(px, ux, i), ld32(plo, ulo, i), ld32(phi, uhi, i)
 			w := x.Merge(lo, wins32[ruleMax](x, lo))
-			w.Merge(hi, wins32[ruleMin](w, hi)).Store((*[8]float32)(unsafe.Add(s.p[0], 4*i)))
+			w.Merge(hi, wins32[ruleMin](w, hi)).Store((*[8]float32)(unsafe.Add(po, 4*i)))
 		}
 		return i
 	}
-	i := 0
+	if ux == 1 && ulo == 0 && uhi == 0 {
+		lo, hi := archsimd.BroadcastFloat64x4(*(*float64)(plo)), archsimd.BroadcastFloat64x4(*(*float64)(phi))
+		for ; i+4 <= n; i += 4 {
+			x := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(px, 8*i)))
+			w := x.Merge(lo, wins64[ruleMax](x, lo))
+			w.Merge(hi, wins64[ruleMin](w, hi)).Store((*[4]float64)(unsafe.Add(po, 8*i)))
+		}
+		return i
+	}
 	for ; i+4 <= n; i += 4 {
-		x, lo, hi := ld64(s.p[1], u[1], i), ld64(s.p[2], u[2], i), ld64(s.p[3], u[3], i)
+		x, lo, hi := ld64(px, ux, i), ld64(plo, ulo, i), ld64(phi, uhi, i)
 		w := x.Merge(lo, wins64[ruleMax](x, lo))
-		w.Merge(hi, wins64[ruleMin](w, hi)).Store((*[4]float64)(unsafe.Add(s.p[0], 8*i)))
+		w.Merge(hi, wins64[ruleMin](w, hi)).Store((*[4]float64)(unsafe.Add(po, 8*i)))
 	}
 	return i
 }
@@ -221,29 +240,43 @@ func simdClampRoute(s *seg, sz int) int {
 	if !ok {
 		return 0
 	}
-	n := s.n
+	n, pgx, pglo, pghi, px, plo, phi, pg := s.n, s.p[0], s.p[1], s.p[2], s.p[3], s.p[4], s.p[5], s.p[6]
+	ux, ulo, uhi, ug := u[3], u[4], u[5], u[6]
+	scalarBounds := ux == 1 && ulo == 0 && uhi == 0 && ug == 1
+	i := 0
 	if sz == 4 {
 		var zero archsimd.Float32x8
-		i := 0
+		if scalarBounds {
+			lo, hi := archsimd.BroadcastFloat32x8(*(*float32)(plo)), archsimd.BroadcastFloat32x8(*(*float32)(phi))
+			for ; i+8 <= n; i += 8 {
+				x := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(px, 4*i)))
+				g := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pg, 4*i)))
+				m1 := wins32[ruleMax](x, lo)
+				m2 := wins32[ruleMin](x.Merge(lo, m1), hi)
+				g.Masked(m1.And(m2)).Store((*[8]float32)(unsafe.Add(pgx, 4*i)))
+				zero.Merge(g.Masked(m2), m1).Store((*[8]float32)(unsafe.Add(pglo, 4*i)))
+				zero.Merge(g, m2).Store((*[8]float32)(unsafe.Add(pghi, 4*i)))
+			}
+			return i
+		}
 		for ; i+8 <= n; i += 8 {
-			x, lo, hi, g := ld32(s.p[3], u[3], i), ld32(s.p[4], u[4], i), ld32(s.p[5], u[5], i), ld32(s.p[6], u[6], i)
+			x, lo, hi, g := ld32(px, ux, i), ld32(plo, ulo, i), ld32(phi, uhi, i), ld32(pg, ug, i)
 			m1 := wins32[ruleMax](x, lo)
 			m2 := wins32[ruleMin](x.Merge(lo, m1), hi)
-			g.Masked(m1.And(m2)).Store((*[8]float32)(unsafe.Add(s.p[0], 4*i)))
-			zero.Merge(g.Masked(m2), m1).Store((*[8]float32)(unsafe.Add(s.p[1], 4*i)))
-			zero.Merge(g, m2).Store((*[8]float32)(unsafe.Add(s.p[2], 4*i)))
+			g.Masked(m1.And(m2)).Store((*[8]float32)(unsafe.Add(pgx, 4*i)))
+			zero.Merge(g.Masked(m2), m1).Store((*[8]float32)(unsafe.Add(pglo, 4*i)))
+			zero.Merge(g, m2).Store((*[8]float32)(unsafe.Add(pghi, 4*i)))
 		}
 		return i
 	}
 	var zero archsimd.Float64x4
-	i := 0
 	for ; i+4 <= n; i += 4 {
-		x, lo, hi, g := ld64(s.p[3], u[3], i), ld64(s.p[4], u[4], i), ld64(s.p[5], u[5], i), ld64(s.p[6], u[6], i)
+		x, lo, hi, g := ld64(px, ux, i), ld64(plo, ulo, i), ld64(phi, uhi, i), ld64(pg, ug, i)
 		m1 := wins64[ruleMax](x, lo)
 		m2 := wins64[ruleMin](x.Merge(lo, m1), hi)
-		g.Masked(m1.And(m2)).Store((*[4]float64)(unsafe.Add(s.p[0], 8*i)))
-		zero.Merge(g.Masked(m2), m1).Store((*[4]float64)(unsafe.Add(s.p[1], 8*i)))
-		zero.Merge(g, m2).Store((*[4]float64)(unsafe.Add(s.p[2], 8*i)))
+		g.Masked(m1.And(m2)).Store((*[4]float64)(unsafe.Add(pgx, 8*i)))
+		zero.Merge(g.Masked(m2), m1).Store((*[4]float64)(unsafe.Add(pglo, 8*i)))
+		zero.Merge(g, m2).Store((*[4]float64)(unsafe.Add(pghi, 8*i)))
 	}
 	return i
 }
