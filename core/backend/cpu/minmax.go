@@ -40,8 +40,9 @@ const colBlock = 4096
 // (a block of rows of a block of columns).
 const colWork = 1 << 20
 
-// colScratchBytes bounds the partial winners column mode holds at once.
-const colScratchBytes = 8 << 20
+// colScratchBytes bounds the partial winners column mode holds at once (a
+// variable only so that tests can make it small).
+var colScratchBytes = 8 << 20
 
 // colMin is the least length of a kept, contiguous last dim for which
 // ArgReduce runs in column mode.
@@ -394,7 +395,8 @@ func (d argDst) store(o int, w winner) {
 	}
 }
 
-// argWindow bounds the block winners argRows holds at once (see sumWindow).
+// argWindow bounds the block winners argRows holds at once (see sumWindow;
+// a variable only so that tests can make it small).
 var argWindow = 1 << 16
 
 // argRows is ArgReduce over the kept-first iteration of a: output o's slice
