@@ -187,6 +187,35 @@ func winnerBits(bits []uint64, slices [][]int, pos []int64) []uint64 {
 	return out
 }
 
+// transposed is a layout beyond allLayouts: a plain transpose (all dims
+// reversed) of a contiguous tensor, so the first dim has unit stride.
+const transposed layout = -1
+
+// argInput returns a tensor of shape laid out as l (transposed included).
+func argInput(t *testing.T, dt dtype.Dtype, shape []int, l layout, gen func(n int) []uint64) *tensor.Tensor {
+	if l != transposed || len(shape) < 2 {
+		if l == transposed {
+			l = contiguous
+		}
+		return makeTensor(t, dt, shape, l, gen)
+	}
+	nd := len(shape)
+	rev, perm := make([]int, nd), make([]int, nd)
+	for i := range shape {
+		rev[i], perm[i] = shape[nd-1-i], nd-1-i
+	}
+	v := must(t)(must(t)(tensor.New(dt, rev)).Permute(perm...))
+	fillBits(v, gen(v.Numel()))
+	return v
+}
+
+func layoutName(l layout) string {
+	if l == transposed {
+		return "transposed"
+	}
+	return l.String()
+}
+
 type reduceCase struct {
 	shape []int
 	red   []int
@@ -196,8 +225,9 @@ func reduceCases() []reduceCase {
 	var cs []reduceCase
 	// (6,5,40): a kept last dim of 40 (column mode when contiguous);
 	// (3,7,5): short rows; (70,): one long row; (): a 0-d tensor;
-	// (1,9,1): size-1 dims.
-	for _, shape := range [][]int{{6, 5, 40}, {3, 7, 5}, {70}, {}, {1, 9, 1}, {4, 33}} {
+	// (1,9,1): size-1 dims; (20,3,17): transposed, a first dim of unit stride
+	// (column mode on dim 0).
+	for _, shape := range [][]int{{6, 5, 40}, {3, 7, 5}, {70}, {}, {1, 9, 1}, {4, 33}, {20, 3, 17}} {
 		for _, red := range reducedSets(len(shape)) {
 			cs = append(cs, reduceCase{shape, red})
 		}
@@ -209,18 +239,18 @@ func TestArgReduceMatchesRefAndOracle(t *testing.T) {
 	count := 0
 	for _, dt := range allDtypes {
 		for _, c := range reduceCases() {
-			for _, l := range allLayouts {
+			for _, l := range append(allLayouts, transposed) {
 				if !underRace(&count, 3) {
 					continue
 				}
-				r := newRand(seedOf("argreduce", dt.String(), fmt.Sprint(c.shape, c.red), l.String()))
-				a := makeTensor(t, dt, c.shape, l, func(n int) []uint64 { return tieBits(r, dt, n) })
+				r := newRand(seedOf("argreduce", dt.String(), fmt.Sprint(c.shape, c.red), layoutName(l)))
+				a := argInput(t, dt, c.shape, l, func(n int) []uint64 { return tieBits(r, dt, n) })
 				bits := a.Bits()
 				keep := keepShape(c.shape, c.red)
 				slices := sliceIndices(c.shape, c.red)
 				keys := keysOf(dt, bits)
 				for rule := range backend.Rule(backend.NumRules) {
-					name := fmt.Sprintf("%v %v shape=%v red=%v %v", rule, dt, c.shape, c.red, l)
+					name := fmt.Sprintf("%v %v shape=%v red=%v %v", rule, dt, c.shape, c.red, layoutName(l))
 					wantIdx := must(t)(tensor.Empty(dtype.Int64, keep))
 					wantVals := must(t)(tensor.Empty(dt, keep))
 					require.NoError(t, ref.Backend{}.ArgReduce(rule, wantVals, wantIdx, a), name)
@@ -249,7 +279,7 @@ func TestArgReduceMatchesRefAndOracle(t *testing.T) {
 // fall in different blocks, and sizes that engage the parallel paths; also
 // a (300, 256) tensor reduced over each dim (rows and columns).
 func TestArgReduceLargeDeterministic(t *testing.T) {
-	all := []layout{contiguous, negStep, permuted, zeroStride}
+	all := []layout{contiguous, negStep, permuted, zeroStride, transposed}
 	cases := []struct {
 		reduceCase
 		layouts []layout
@@ -270,8 +300,8 @@ func TestArgReduceLargeDeterministic(t *testing.T) {
 				continue
 			}
 			for _, l := range c.layouts {
-				r := newRand(seedOf("argreduce-large", dt.String(), fmt.Sprint(c.shape, c.red), l.String()))
-				a := makeTensor(t, dt, c.shape, l, func(n int) []uint64 {
+				r := newRand(seedOf("argreduce-large", dt.String(), fmt.Sprint(c.shape, c.red), layoutName(l)))
+				a := argInput(t, dt, c.shape, l, func(n int) []uint64 {
 					out := make([]uint64, n)
 					for i := range out { // few distinct values: many ties
 						out[i] = uint64(int64(r.IntN(7) - 3))
@@ -289,7 +319,7 @@ func TestArgReduceLargeDeterministic(t *testing.T) {
 				bits := a.Bits()
 				keys := keysOf(dt, bits)
 				for rule := range backend.Rule(backend.NumRules) {
-					name := fmt.Sprintf("%v %v shape=%v red=%v %v", rule, dt, c.shape, c.red, l)
+					name := fmt.Sprintf("%v %v shape=%v red=%v %v", rule, dt, c.shape, c.red, layoutName(l))
 					want := oracleArg(rule, keys, slices)
 					wantVals := winnerBits(bits, slices, want)
 					for _, be := range familyBackends() {

@@ -248,12 +248,12 @@ func runs(it *tensor.Iter, ops *operands, start, end int, fn func(p unsafe.Point
 	}
 }
 
-// iterOffset returns operand 0's element offset at flat index flat of it.
-func iterOffset(it *tensor.Iter, flat int) int {
+// iterOffset returns operand op's element offset at flat index flat of it.
+func iterOffset(it *tensor.Iter, flat, op int) int {
 	inner := it.Inner()
 	var cur tensor.RowCursor
 	cur.Seek(it, flat/inner)
-	return cur.Offs[0] + (flat%inner)*it.InnerStride(0)
+	return cur.Offs[op] + (flat%inner)*it.InnerStride(op)
 }
 
 // keptFirst returns the permutation of a's dims that visits the dims kept
@@ -449,8 +449,10 @@ func (b *Backend) argRows(f *argFuncs, dst argDst, idx, a *tensor.Tensor) {
 	}
 }
 
-// argColumns is ArgReduce in column mode, when a's last dim is kept, of
-// unit stride and at least colMin long, and some dim is reduced: a work
+// argColumns is ArgReduce in column mode, when a kept dim of a (the last
+// such) has unit stride and is at least colMin long, and some dim is
+// reduced (a's last dim kept, or a transposed view reduced over its last
+// dim): a work
 // unit folds a block of rows (positions) of a block of columns of one
 // output row into running winners, vectorised across the columns, reading
 // each row's columns in one stream; the units' winners are then folded in
@@ -460,19 +462,34 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor) boo
 	if nd < 2 || f.col == nil {
 		return false
 	}
-	L := nd - 1
-	C, st := a.Dim(L), a.StridesRef()
-	if C < colMin || idx.Dim(L) != C || st[L] != 1 {
+	// L: the last kept dim of unit stride, at least colMin long
+	st := a.StridesRef()
+	L := -1
+	for d := nd - 1; d >= 0 && L < 0; d-- {
+		if idx.Dim(d) == a.Dim(d) && a.Dim(d) >= colMin && st[d] == 1 {
+			L = d
+		}
+	}
+	if L < 0 {
 		return false
 	}
-	var kShape, kStr, rShape, rStr [tensor.MaxDims]int
+	C := a.Dim(L)
+	// idx's (contiguous) strides: where a unit's outputs go
+	var ostr [tensor.MaxDims]int
+	for d, acc := nd-1, 1; d >= 0; d-- {
+		ostr[d] = acc
+		acc *= idx.Dim(d)
+	}
+	var kShape, kStr, kIStr, rShape, rStr [tensor.MaxDims]int
 	nk, nr := 0, 0
-	for d := 0; d < L; d++ {
-		if idx.Dim(d) == 1 && a.Dim(d) != 1 {
+	for d := 0; d < nd; d++ {
+		switch {
+		case d == L:
+		case idx.Dim(d) == 1 && a.Dim(d) != 1:
 			rShape[nr], rStr[nr] = a.Dim(d), st[d]
 			nr++
-		} else {
-			kShape[nk], kStr[nk] = a.Dim(d), st[d]
+		default:
+			kShape[nk], kStr[nk], kIStr[nk] = a.Dim(d), st[d], ostr[d]
 			nk++
 		}
 	}
@@ -481,8 +498,10 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor) boo
 	if nr == 0 || r > math.MaxInt32 {
 		return false
 	}
+	ostep := ostr[L] // between the outputs of neighbouring columns
+	// kIt walks the output rows (the kept dims but L): operand 0 is a, 1 idx
 	var kIt, rIt tensor.Iter
-	kIt.Reset(kShape[:nk], nil, []int{a.Offset()}, kStr[:nk])
+	kIt.Reset(kShape[:nk], nil, []int{a.Offset(), 0}, kStr[:nk], kIStr[:nk])
 	rIt.Reset(rShape[:nr], nil, []int{0}, rStr[:nr])
 	sz, psz := a.Dtype().Size(), 4
 	if f.wide {
@@ -510,7 +529,7 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor) boo
 			n := min(width, C-c0)
 			wv := unsafe.Pointer(&part[t*unitBytes])
 			wpos := unsafe.Add(wv, posOff)
-			off := iterOffset(&kIt, K) + c0
+			off := iterOffset(&kIt, K, 0) + c0
 			k0, k1 := rblk*rb, min(r, (rblk+1)*rb)
 			var cur tensor.RowCursor
 			cur.Seek(&rIt, k0/inner)
@@ -541,16 +560,20 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor) boo
 			if rblk < nrb-1 {
 				continue
 			}
-			o := K*C + c0
+			o := iterOffset(&kIt, K, 1) + c0*ostep // output of the block's first column
 			if f.wide {
-				copy(dst.idx[o:o+n], unsafe.Slice((*int64)(unsafe.Pointer(&acc[posOff])), n))
+				for c, p := range unsafe.Slice((*int64)(unsafe.Pointer(&acc[posOff])), n) {
+					dst.idx[o+c*ostep] = p
+				}
 			} else {
 				for c, p := range unsafe.Slice((*int32)(unsafe.Pointer(&acc[posOff])), n) {
-					dst.idx[o+c] = int64(p)
+					dst.idx[o+c*ostep] = int64(p)
 				}
 			}
 			if dst.vals != nil {
-				copy(unsafe.Slice((*byte)(unsafe.Add(dst.vals, o*sz)), n*sz), acc[:n*sz])
+				for c := 0; c < n; c++ {
+					copy(unsafe.Slice((*byte)(unsafe.Add(dst.vals, (o+c*ostep)*sz)), sz), acc[c*sz:(c+1)*sz])
+				}
 			}
 		}
 	}
@@ -621,7 +644,7 @@ func (b *Backend) Scatter(out, g, idx *tensor.Tensor) error {
 	const group = 1 << 12
 	b.run(nOut, (nOut+group-1)/group, func(t int) {
 		for o := t * group; o < min(nOut, (t+1)*group); o++ {
-			q := unsafe.Add(ops.base[0], iterOffset(&it, o*r+int(pos[o]))*sz)
+			q := unsafe.Add(ops.base[0], iterOffset(&it, o*r+int(pos[o]), 0)*sz)
 			copy(unsafe.Slice((*byte)(q), sz), unsafe.Slice((*byte)(unsafe.Add(src, o*sz)), sz))
 		}
 	})
@@ -663,7 +686,7 @@ func (b *Backend) Gather(out, x, idx *tensor.Tensor) error {
 	const group = 1 << 12
 	b.run(nOut, (nOut+group-1)/group, func(t int) {
 		for o := t * group; o < min(nOut, (t+1)*group); o++ {
-			q := unsafe.Add(ops.base[0], iterOffset(&it, o*r+int(pos[o]))*sz)
+			q := unsafe.Add(ops.base[0], iterOffset(&it, o*r+int(pos[o]), 0)*sz)
 			copy(unsafe.Slice((*byte)(unsafe.Add(dst, o*sz)), sz), unsafe.Slice((*byte)(q), sz))
 		}
 	})
