@@ -35,18 +35,20 @@ func benchRandom(b *testing.B, dt dtype.Dtype, shape []int) *tensor.Tensor {
 func BenchmarkMinMaxArgReduce(b *testing.B) {
 	const n = 4096
 	a := benchRandom(b, dtype.Float32, []int{n, n})
+	at := must(b)(a.Transpose(0, 1)) // dim 1 of the transpose is dim 0 of a
 	for _, threads := range []int{1, 2} {
 		be := cpu.New(threads)
 		for _, c := range []struct {
 			name string
 			keep []int
-		}{{"dim1", []int{n, 1}}, {"dim0", []int{1, n}}, {"all", []int{1, 1}}} {
+			a    *tensor.Tensor
+		}{{"dim1", []int{n, 1}, a}, {"dim0", []int{1, n}, a}, {"all", []int{1, 1}, a}, {"transposed-dim1", []int{n, 1}, at}} {
 			b.Run(fmt.Sprintf("argmax/%s/float32/%dx%d/threads=%d", c.name, n, n, threads), func(b *testing.B) {
 				idx := must(b)(tensor.Empty(dtype.Int64, c.keep))
 				vals := must(b)(tensor.Empty(dtype.Float32, c.keep))
 				b.SetBytes(4 * n * n)
 				for i := 0; i < b.N; i++ {
-					if err := be.ArgReduce(backend.RuleMax, vals, idx, a); err != nil {
+					if err := be.ArgReduce(backend.RuleMax, vals, idx, c.a); err != nil {
 						b.Fatal(err)
 					}
 				}
