@@ -27,34 +27,30 @@ func simdArgRun[R rule, T native](p unsafe.Pointer, n int) (done, pos int) {
 	return 0, 0
 }
 
-// argRun32 is simdArgRun for float32: four accumulators of 8 lanes, lane l
-// of accumulator j folding the elements at positions 32i+8j+l in order,
-// with the iteration i of its winner; then the 32 lane winners combine:
-// the better value, and of equal values the smaller position.
+// argRun32 is simdArgRun for float32: two accumulators of 8 lanes, lane l
+// of accumulator j folding the elements at positions 16i+8j+l in order,
+// with the iteration i of its winner (few enough live vectors to stay in
+// registers); then the lanes combine: the better value, and of equal
+// values the smaller position.
 func argRun32[R rule](p unsafe.Pointer, n int) (done, pos int) {
 	if !haveAVX2 || n < 64 || n > 1<<31 {
 		return 0, 0
 	}
-	m := n &^ 31
-	ld := func(i int) archsimd.Float32x8 { return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*i))) }
-	v0, v1, v2, v3 := ld(0), ld(8), ld(16), ld(24)
-	var i0, i1, i2, i3 archsimd.Int32x8
-	for i := 32; i < m; i += 32 {
+	m := n &^ 15
+	v0 := archsimd.LoadFloat32x8((*[8]float32)(p))
+	v1 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 32)))
+	var i0, i1 archsimd.Int32x8
+	for i := 16; i < m; i += 16 {
 		iv := archsimd.BroadcastInt32x8(int32(i))
-		x0, x1, x2, x3 := ld(i), ld(i+8), ld(i+16), ld(i+24)
-		k0, k1, k2, k3 := wins32[R](v0, x0), wins32[R](v1, x1), wins32[R](v2, x2), wins32[R](v3, x3)
-		v0, v1, v2, v3 = v0.Merge(x0, k0), v1.Merge(x1, k1), v2.Merge(x2, k2), v3.Merge(x3, k3)
-		i0, i1, i2, i3 = i0.Merge(iv, k0), i1.Merge(iv, k1), i2.Merge(iv, k2), i3.Merge(iv, k3)
+		x0 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*i)))
+		x1 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*i+32)))
+		k0, k1 := wins32[R](v0, x0), wins32[R](v1, x1)
+		v0, v1 = v0.Merge(x0, k0), v1.Merge(x1, k1)
+		i0, i1 = i0.Merge(iv, k0), i1.Merge(iv, k1)
 	}
-	// Full positions but for the lane: accumulator j's lane holds 32i+8j.
+	// Full positions but for the lane: accumulator j's lane holds 16i+8j.
 	i1 = i1.Add(archsimd.BroadcastInt32x8(8))
-	i2 = i2.Add(archsimd.BroadcastInt32x8(16))
-	i3 = i3.Add(archsimd.BroadcastInt32x8(24))
-	// Combine the accumulators lane by lane: b takes a's place iff a does
-	// not win over b, or b wins over a from a smaller position.
 	v0, i0 = combine32[R](v0, i0, v1, i1)
-	v2, i2 = combine32[R](v2, i2, v3, i3)
-	v0, i0 = combine32[R](v0, i0, v2, i2)
 	var vals [8]float32
 	var its [8]int32
 	v0.Store(&vals)
