@@ -57,6 +57,14 @@ func tieBits(r *rand.Rand, dt dtype.Dtype, n int) []uint64 {
 	return out
 }
 
+// underRace thins a table under the race detector (which makes the scalar
+// kernels, and ref, tens of times slower): it keeps every k-th combination
+// counted by *n. Without the race detector every combination runs.
+func underRace(n *int, k int) bool {
+	*n++
+	return !raceEnabled || *n%k == 0
+}
+
 // keepShape returns shape with the dims in red set to 1.
 func keepShape(shape []int, red []int) []int {
 	k := append([]int(nil), shape...)
@@ -117,44 +125,95 @@ func sliceIndices(shape []int, red []int) [][]int {
 	return out
 }
 
+// key is an element's value for the oracle: a float64 (exact for every
+// dtype's values the tests use) and whether it is NaN.
+type key struct {
+	v   float64
+	nan bool
+}
+
+func keysOf(dt dtype.Dtype, bits []uint64) []key {
+	out := make([]key, len(bits))
+	for i := range bits {
+		p := unsafe.Pointer(&bits[i])
+		if dt.IsFloat() {
+			out[i].v = tensor.LoadFloat64(dt, p)
+			out[i].nan = math.IsNaN(out[i].v)
+		} else {
+			out[i].v = float64(tensor.LoadInt64(dt, p))
+		}
+	}
+	return out
+}
+
 // better reports whether a is strictly better than b under rule r in the
 // order a fold keeps (NumPy's definitions): under min/max a NaN is best,
 // under fmin/fmax worst; otherwise smaller (min) or larger (max) is better;
 // -0 == +0.
-func better(r backend.Rule, dt dtype.Dtype, a, b uint64) bool {
-	var aNaN, bNaN bool
-	var x, y float64
-	if dt.IsFloat() {
-		x, y = tensor.LoadFloat64(dt, unsafe.Pointer(&a)), tensor.LoadFloat64(dt, unsafe.Pointer(&b))
-		aNaN, bNaN = math.IsNaN(x), math.IsNaN(y)
-	} else {
-		x, y = float64(tensor.LoadInt64(dt, unsafe.Pointer(&a))), float64(tensor.LoadInt64(dt, unsafe.Pointer(&b)))
-	}
-	if aNaN || bNaN {
+func better(r backend.Rule, a, b key) bool {
+	if a.nan || b.nan {
 		if r.IgnoresNaN() {
-			return bNaN && !aNaN
+			return b.nan && !a.nan
 		}
-		return aNaN && !bNaN
+		return a.nan && !b.nan
 	}
 	if r.Greater() {
-		return x > y
+		return a.v > b.v
 	}
-	return x < y
+	return a.v < b.v
 }
 
 // oracleArg returns the position of the first best element of each slice.
-func oracleArg(r backend.Rule, dt dtype.Dtype, bits []uint64, slices [][]int) []int64 {
+func oracleArg(r backend.Rule, keys []key, slices [][]int) []int64 {
 	out := make([]int64, len(slices))
 	for o, s := range slices {
 		best := 0
 		for k := 1; k < len(s); k++ {
-			if better(r, dt, bits[s[k]], bits[s[best]]) {
+			if better(r, keys[s[k]], keys[s[best]]) {
 				best = k
 			}
 		}
 		out[o] = int64(best)
 	}
 	return out
+}
+
+// winnerBits returns, for each slice, the bits of its element at pos.
+func winnerBits(bits []uint64, slices [][]int, pos []int64) []uint64 {
+	out := make([]uint64, len(slices))
+	for o, s := range slices {
+		out[o] = bits[s[pos[o]]]
+	}
+	return out
+}
+
+// transposed is a layout beyond allLayouts: a plain transpose (all dims
+// reversed) of a contiguous tensor, so the first dim has unit stride.
+const transposed layout = -1
+
+// argInput returns a tensor of shape laid out as l (transposed included).
+func argInput(t *testing.T, dt dtype.Dtype, shape []int, l layout, gen func(n int) []uint64) *tensor.Tensor {
+	if l != transposed || len(shape) < 2 {
+		if l == transposed {
+			l = contiguous
+		}
+		return makeTensor(t, dt, shape, l, gen)
+	}
+	nd := len(shape)
+	rev, perm := make([]int, nd), make([]int, nd)
+	for i := range shape {
+		rev[i], perm[i] = shape[nd-1-i], nd-1-i
+	}
+	v := must(t)(must(t)(tensor.New(dt, rev)).Permute(perm...))
+	fillBits(v, gen(v.Numel()))
+	return v
+}
+
+func layoutName(l layout) string {
+	if l == transposed {
+		return "transposed"
+	}
+	return l.String()
 }
 
 type reduceCase struct {
@@ -166,8 +225,9 @@ func reduceCases() []reduceCase {
 	var cs []reduceCase
 	// (6,5,40): a kept last dim of 40 (column mode when contiguous);
 	// (3,7,5): short rows; (70,): one long row; (): a 0-d tensor;
-	// (1,9,1): size-1 dims.
-	for _, shape := range [][]int{{6, 5, 40}, {3, 7, 5}, {70}, {}, {1, 9, 1}, {4, 33}} {
+	// (1,9,1): size-1 dims; (20,3,17): transposed, a first dim of unit stride
+	// (column mode on dim 0).
+	for _, shape := range [][]int{{6, 5, 40}, {3, 7, 5}, {70}, {}, {1, 9, 1}, {4, 33}, {20, 3, 17}} {
 		for _, red := range reducedSets(len(shape)) {
 			cs = append(cs, reduceCase{shape, red})
 		}
@@ -176,23 +236,27 @@ func reduceCases() []reduceCase {
 }
 
 func TestArgReduceMatchesRefAndOracle(t *testing.T) {
+	count := 0
 	for _, dt := range allDtypes {
 		for _, c := range reduceCases() {
-			for _, l := range allLayouts {
-				r := newRand(seedOf("argreduce", dt.String(), fmt.Sprint(c.shape, c.red), l.String()))
-				a := makeTensor(t, dt, c.shape, l, func(n int) []uint64 { return tieBits(r, dt, n) })
+			for _, l := range append(allLayouts, transposed) {
+				if !underRace(&count, 3) {
+					continue
+				}
+				r := newRand(seedOf("argreduce", dt.String(), fmt.Sprint(c.shape, c.red), layoutName(l)))
+				a := argInput(t, dt, c.shape, l, func(n int) []uint64 { return tieBits(r, dt, n) })
 				bits := a.Bits()
 				keep := keepShape(c.shape, c.red)
 				slices := sliceIndices(c.shape, c.red)
+				keys := keysOf(dt, bits)
 				for rule := range backend.Rule(backend.NumRules) {
-					name := fmt.Sprintf("%v %v shape=%v red=%v %v", rule, dt, c.shape, c.red, l)
+					name := fmt.Sprintf("%v %v shape=%v red=%v %v", rule, dt, c.shape, c.red, layoutName(l))
 					wantIdx := must(t)(tensor.Empty(dtype.Int64, keep))
 					wantVals := must(t)(tensor.Empty(dt, keep))
 					require.NoError(t, ref.Backend{}.ArgReduce(rule, wantVals, wantIdx, a), name)
-					require.Equal(t, oracleArg(rule, dt, bits, slices), wantIdx.Int64s(), "%s: ref vs oracle", name)
-					for o, s := range slices {
-						require.Equal(t, bits[s[wantIdx.Int64s()[o]]], wantVals.Bits()[o], "%s: ref values", name)
-					}
+					pos := wantIdx.Int64s()
+					require.Equal(t, oracleArg(rule, keys, slices), pos, "%s: ref vs oracle", name)
+					require.Equal(t, winnerBits(bits, slices, pos), wantVals.Bits(), "%s: ref values", name)
 					for _, be := range familyBackends() {
 						bn := fmt.Sprintf("%s threads=%v", name, threadsOf(be))
 						idx := must(t)(tensor.Empty(dtype.Int64, keep))
@@ -210,16 +274,34 @@ func TestArgReduceMatchesRefAndOracle(t *testing.T) {
 	}
 }
 
-// Slices longer than the cpu backend's blocks, with the winner's ties and
-// NaNs placed across block boundaries, and sizes that engage the parallel
-// paths; also a (300, 256) tensor reduced over each dim (rows and columns).
+// Slices longer than the cpu backend's blocks (of positions, and of rows in
+// column mode), with many ties and rare NaNs so that winners and their ties
+// fall in different blocks, and sizes that engage the parallel paths; also
+// a (300, 256) tensor reduced over each dim (rows and columns).
 func TestArgReduceLargeDeterministic(t *testing.T) {
-	for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float64, dtype.Float16, dtype.Int16, dtype.BFloat16} {
-		for _, c := range []reduceCase{{[]int{200000}, []int{0}}, {[]int{300, 256}, []int{0}}, {[]int{300, 256}, []int{1}},
-			{[]int{300, 256}, []int{0, 1}}, {[]int{3, 70000}, []int{1}}} {
-			for _, l := range []layout{contiguous, negStep, permuted} {
-				r := newRand(seedOf("argreduce-large", dt.String(), fmt.Sprint(c.shape, c.red), l.String()))
-				a := makeTensor(t, dt, c.shape, l, func(n int) []uint64 {
+	all := []layout{contiguous, negStep, permuted, zeroStride, transposed}
+	cases := []struct {
+		reduceCase
+		layouts []layout
+		race    bool // also run under the race detector (slow)
+	}{
+		{reduceCase{[]int{300, 256}, []int{0}}, all, true},
+		{reduceCase{[]int{300, 256}, []int{1}}, all, true},
+		{reduceCase{[]int{300, 256}, []int{0, 1}}, all, true},
+		{reduceCase{[]int{200000}, []int{0}}, []layout{contiguous, negStep}, false},        // blocks of positions
+		{reduceCase{[]int{3, 70000}, []int{1}}, []layout{contiguous, permuted}, false},     // blocks of positions
+		{reduceCase{[]int{70000, 16}, []int{0}}, []layout{contiguous, zeroStride}, false},  // column mode, blocks of rows
+		{reduceCase{[]int{1100, 1000}, []int{0}}, []layout{contiguous, zeroStride}, false}, // column mode, blocks of rows
+		{reduceCase{[]int{2, 1100, 1000}, []int{1}}, []layout{contiguous}, false},          // column mode, two output rows
+	}
+	for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float64, dtype.Float16, dtype.BFloat16, dtype.Int16} {
+		for _, c := range cases {
+			if raceEnabled && !c.race {
+				continue
+			}
+			for _, l := range c.layouts {
+				r := newRand(seedOf("argreduce-large", dt.String(), fmt.Sprint(c.shape, c.red), layoutName(l)))
+				a := argInput(t, dt, c.shape, l, func(n int) []uint64 {
 					out := make([]uint64, n)
 					for i := range out { // few distinct values: many ties
 						out[i] = uint64(int64(r.IntN(7) - 3))
@@ -235,17 +317,17 @@ func TestArgReduceLargeDeterministic(t *testing.T) {
 				keep := keepShape(c.shape, c.red)
 				slices := sliceIndices(c.shape, c.red)
 				bits := a.Bits()
+				keys := keysOf(dt, bits)
 				for rule := range backend.Rule(backend.NumRules) {
-					name := fmt.Sprintf("%v %v shape=%v red=%v %v", rule, dt, c.shape, c.red, l)
-					want := oracleArg(rule, dt, bits, slices)
+					name := fmt.Sprintf("%v %v shape=%v red=%v %v", rule, dt, c.shape, c.red, layoutName(l))
+					want := oracleArg(rule, keys, slices)
+					wantVals := winnerBits(bits, slices, want)
 					for _, be := range familyBackends() {
 						idx := must(t)(tensor.Empty(dtype.Int64, keep))
 						vals := must(t)(tensor.Empty(dt, keep))
 						require.NoError(t, be.ArgReduce(rule, vals, idx, a), name)
 						require.Equal(t, want, idx.Int64s(), "%s threads=%v", name, threadsOf(be))
-						for o, s := range slices {
-							require.Equal(t, bits[s[want[o]]], vals.Bits()[o], "%s: values", name)
-						}
+						require.Equal(t, wantVals, vals.Bits(), "%s: values", name)
 					}
 				}
 			}
@@ -303,9 +385,13 @@ func TestArgReduceErrors(t *testing.T) {
 // dims, every dtype; and they are transposes: sum <Scatter(g), x> equals
 // sum <g, Gather(x)> exactly on small integer-valued floats.
 func TestScatterGather(t *testing.T) {
+	count := 0
 	for _, dt := range allDtypes {
 		for _, c := range reduceCases() {
 			for _, l := range allLayouts {
+				if !underRace(&count, 3) {
+					continue
+				}
 				r := newRand(seedOf("scatter", dt.String(), fmt.Sprint(c.shape, c.red), l.String()))
 				keep := keepShape(c.shape, c.red)
 				rlen := numel(c.shape) / max(1, numel(keep))
@@ -326,17 +412,13 @@ func TestScatterGather(t *testing.T) {
 				require.NoError(t, ref.Backend{}.Gather(wantG, x, idx), name)
 				// the oracle: position idx[o] of slice o
 				slices := sliceIndices(c.shape, c.red)
-				gb, xb, sb, ib := g.Bits(), x.Bits(), wantS.Bits(), idx.Int64s()
+				gb, xb, ib := g.Bits(), x.Bits(), idx.Int64s()
+				require.Equal(t, winnerBits(xb, slices, ib), wantG.Bits(), "%s: ref gather", name)
+				scattered := make([]uint64, len(xb))
 				for o, s := range slices {
-					require.Equal(t, xb[s[ib[o]]], wantG.Bits()[o], "%s: ref gather", name)
-					for k, i := range s {
-						want := uint64(0)
-						if int64(k) == ib[o] {
-							want = gb[o]
-						}
-						require.Equal(t, want, sb[i], "%s: ref scatter", name)
-					}
+					scattered[s[ib[o]]] = gb[o]
 				}
+				require.Equal(t, scattered, wantS.Bits(), "%s: ref scatter", name)
 				for _, be := range familyBackends() {
 					bn := fmt.Sprintf("%s threads=%v", name, threadsOf(be))
 					s := must(t)(tensor.Empty(dt, c.shape))
@@ -395,6 +477,7 @@ func clampOperands(t *testing.T, r *rand.Rand, dt dtype.Dtype, shape []int, lx, 
 // equals ref bit for bit.
 func TestClampKernels(t *testing.T) {
 	shapes := [][]int{{3, 50}, {37}, {}, {2, 1, 5}}
+	count := 0
 	for _, dt := range allDtypes {
 		other := dtype.Float64
 		if dt == dtype.Float64 {
@@ -403,6 +486,9 @@ func TestClampKernels(t *testing.T) {
 		for _, shape := range shapes {
 			for li, lx := range allLayouts {
 				for _, llo := range allLayouts {
+					if !underRace(&count, 3) {
+						continue
+					}
 					lhi := allLayouts[(li+int(llo))%len(allLayouts)]
 					r := newRand(seedOf("clamp", dt.String(), fmt.Sprint(shape), lx.String(), llo.String()))
 					x, lo, hi := clampOperands(t, r, dt, shape, lx, llo, lhi)
@@ -460,7 +546,11 @@ func TestClampKernels(t *testing.T) {
 // strides) and tensor bounds: cpu equals ref.
 func TestClampLarge(t *testing.T) {
 	n := 3*cpu.Chunk + 13
+	count := 0
 	for _, dt := range floatDtypes {
+		if !underRace(&count, 2) {
+			continue
+		}
 		r := newRand(seedOf("clamp-large", dt.String()))
 		gen := func(n int) []uint64 { return tieBits(r, dt, n) }
 		x := makeTensor(t, dt, []int{n}, contiguous, gen)
@@ -516,6 +606,48 @@ func TestBinaryFMinFMax(t *testing.T) {
 					require.Equal(t, want, out.Bits(), "%v %v %v %s", op, dt, la, be.Name())
 				}
 			}
+		}
+	}
+}
+
+// Outputs with strides (out= will pass such views): the results equal those
+// written into fresh contiguous tensors.
+func TestFamilyStridedOutputs(t *testing.T) {
+	for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float16, dtype.Int64} {
+		r := newRand(seedOf("strided-out", dt.String()))
+		gen := func(n int) []uint64 { return tieBits(r, dt, n) }
+		shape, red := []int{6, 5, 40}, []int{1}
+		keep := keepShape(shape, red)
+		a := makeTensor(t, dt, shape, contiguous, gen)
+		g := makeTensor(t, dt, keep, contiguous, gen)
+		lo, hi := makeTensor(t, dt, shape, zeroStride, gen), makeTensor(t, dt, shape, negStep, gen)
+		zeros := func(n int) []uint64 { return make([]uint64, n) }
+		for _, be := range append(familyBackends(), ref.Backend{}) {
+			name := fmt.Sprintf("%v %s threads=%v", dt, be.Name(), threadsOf(be))
+			idx, vals := must(t)(tensor.Empty(dtype.Int64, keep)), must(t)(tensor.Empty(dt, keep))
+			require.NoError(t, be.ArgReduce(backend.RuleMax, vals, idx, a), name)
+			sidx, svals := makeTensor(t, dtype.Int64, keep, permuted, zeros), makeTensor(t, dt, keep, negStep, zeros)
+			require.NoError(t, be.ArgReduce(backend.RuleMax, svals, sidx, a), name)
+			require.Equal(t, idx.Bits(), sidx.Bits(), "%s: argreduce positions", name)
+			require.Equal(t, vals.Bits(), svals.Bits(), "%s: argreduce values", name)
+
+			s, ss := must(t)(tensor.Empty(dt, shape)), makeTensor(t, dt, shape, permuted, zeros)
+			require.NoError(t, be.Scatter(s, g, idx), name)
+			require.NoError(t, be.Scatter(ss, g, idx), name)
+			require.Equal(t, s.Bits(), ss.Bits(), "%s: scatter", name)
+			gg, sg := must(t)(tensor.Empty(dt, keep)), makeTensor(t, dt, keep, negStep, zeros)
+			require.NoError(t, be.Gather(gg, a, idx), name)
+			require.NoError(t, be.Gather(sg, a, idx), name)
+			require.Equal(t, gg.Bits(), sg.Bits(), "%s: gather", name)
+
+			c, sc := must(t)(tensor.Empty(dt, shape)), makeTensor(t, dt, shape, permuted, zeros)
+			require.NoError(t, be.Clamp(c, a, lo, hi), name)
+			require.NoError(t, be.Clamp(sc, a, lo, hi), name)
+			require.Equal(t, c.Bits(), sc.Bits(), "%s: clamp", name)
+			// in place: out is x itself
+			x := contiguousCopy(t, a)
+			require.NoError(t, be.Clamp(x, x, lo, hi), name)
+			require.Equal(t, c.Bits(), x.Bits(), "%s: clamp in place", name)
 		}
 	}
 }

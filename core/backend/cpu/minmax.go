@@ -32,8 +32,17 @@ import (
 const argBlock = 1 << 16
 
 // colBlock is the most columns one unit of ArgReduce's column mode keeps
-// running winners for (on the stack: values and positions).
-const colBlock = 512
+// running winners for: a whole row of a (4096, 4096) float32 tensor, so
+// that a unit reads its rows' memory in one sequential stream.
+const colBlock = 4096
+
+// colWork is about the number of elements one unit of column mode folds
+// (a block of rows of a block of columns).
+const colWork = 1 << 20
+
+// colScratchBytes bounds the partial winners column mode holds at once (a
+// variable only so that tests can make it small).
+var colScratchBytes = 8 << 20
 
 // colMin is the least length of a kept, contiguous last dim for which
 // ArgReduce runs in column mode.
@@ -56,8 +65,8 @@ type argFuncs struct {
 	takes func(wp, q unsafe.Pointer) bool
 	// col folds row k of a column block (n contiguous elements at p) into
 	// the running values wv and positions wpos (int64 for 8-byte dtypes,
-	// int32 else); row 0 initialises them.
-	col func(wv, wpos, p unsafe.Pointer, n, k int)
+	// int32 else); with first it initialises them instead.
+	col func(wv, wpos, p unsafe.Pointer, n, k int, first bool)
 	// wide reports whether col's positions are int64.
 	wide bool
 }
@@ -99,6 +108,15 @@ func argNative[R rule, T native, P int32 | int64]() argFuncs {
 	}
 }
 
+// laneTakes is how lane winners combine, lanes holding elements of one
+// slice in no particular order: lane winner v at position vp takes the
+// place of the best so far, b at bpos, iff b does not win over v, or v wins
+// over b (so they are equal) from a smaller position. It gives the fold's
+// winner: the first best element.
+func laneTakes[R rule, T native](b, v T, bpos, vp int) bool {
+	return !wins[R](b, v) || (wins[R](v, b) && vp < bpos)
+}
+
 // argRun is argFuncs.run for a native type: SIMD on a contiguous run where
 // there is a path (the winner of a prefix, then the scalar fold).
 func argRun[R rule, T native](w *winner, p unsafe.Pointer, st, n, pos0 int) {
@@ -130,11 +148,13 @@ func argRun[R rule, T native](w *winner, p unsafe.Pointer, st, n, pos0 int) {
 }
 
 // argCol is argFuncs.col for a native type.
-func argCol[R rule, T native, P int32 | int64](wv, wpos, p unsafe.Pointer, n, k int) {
+func argCol[R rule, T native, P int32 | int64](wv, wpos, p unsafe.Pointer, n, k int, first bool) {
 	v, pos, x := unsafe.Slice((*T)(wv), n), unsafe.Slice((*P)(wpos), n), unsafe.Slice((*T)(p), n)
-	if k == 0 {
+	if first {
 		copy(v, x)
-		clear(pos)
+		for c := range pos {
+			pos[c] = P(k)
+		}
 		return
 	}
 	c := simdArgCol[R, T](wv, wpos, p, n, k)
@@ -148,9 +168,25 @@ func argCol[R rule, T native, P int32 | int64](wv, wpos, p unsafe.Pointer, n, k 
 // argHalf is argFuncs for float16 (bf false) or bfloat16: the rule on
 // values widened exactly to float32, the bits copied.
 func argHalf[R rule](bf bool) argFuncs {
+	lim := halfNaNLimit(dtype.Float16)
+	if bf {
+		lim = halfNaNLimit(dtype.BFloat16)
+	}
 	return argFuncs{
 		run: func(w *winner, p unsafe.Pointer, st, n, pos0 int) {
 			i := 0
+			if st == 2 && n >= 64 {
+				if done, bp := simdArgRunHalf[R](p, n, lim, bf); done > 0 {
+					q := unsafe.Add(p, 2*bp)
+					if w.p == nil || !wins[R](widenHalf(*(*uint16)(w.p), bf), widenHalf(*(*uint16)(q), bf)) {
+						w.p, w.pos = q, pos0+bp
+					}
+					i = done
+					if i == n {
+						return
+					}
+				}
+			}
 			if w.p == nil {
 				w.p, w.pos = p, pos0
 				i = 1
@@ -166,11 +202,13 @@ func argHalf[R rule](bf bool) argFuncs {
 		takes: func(wp, q unsafe.Pointer) bool {
 			return !wins[R](widenHalf(*(*uint16)(wp), bf), widenHalf(*(*uint16)(q), bf))
 		},
-		col: func(wv, wpos, p unsafe.Pointer, n, k int) {
+		col: func(wv, wpos, p unsafe.Pointer, n, k int, first bool) {
 			v, pos, x := unsafe.Slice((*uint16)(wv), n), unsafe.Slice((*int32)(wpos), n), unsafe.Slice((*uint16)(p), n)
-			if k == 0 {
+			if first {
 				copy(v, x)
-				clear(pos)
+				for c := range pos {
+					pos[c] = int32(k)
+				}
 				return
 			}
 			for c := range x {
@@ -210,12 +248,12 @@ func runs(it *tensor.Iter, ops *operands, start, end int, fn func(p unsafe.Point
 	}
 }
 
-// iterOffset returns operand 0's element offset at flat index flat of it.
-func iterOffset(it *tensor.Iter, flat int) int {
+// iterOffset returns operand op's element offset at flat index flat of it.
+func iterOffset(it *tensor.Iter, flat, op int) int {
 	inner := it.Inner()
 	var cur tensor.RowCursor
 	cur.Seek(it, flat/inner)
-	return cur.Offs[0] + (flat%inner)*it.InnerStride(0)
+	return cur.Offs[op] + (flat%inner)*it.InnerStride(op)
 }
 
 // keptFirst returns the permutation of a's dims that visits the dims kept
@@ -322,7 +360,15 @@ func (b *Backend) ArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
 		vdst = vw.DataPointer()
 	}
 	dst := argDst{idx: unsafe.Slice((*int64)(iw.DataPointer()), nOut), vals: vdst, sz: a.Dtype().Size()}
-	if !b.argColumns(f, dst, idx, a) {
+	switch {
+	case a.Numel() == nOut: // nothing reduced: each slice is its one element
+		clear(dst.idx)
+		if vw != nil {
+			if err := b.Cast(vw, a); err != nil {
+				return err
+			}
+		}
+	case !b.argColumns(f, dst, idx, a):
 		b.argRows(f, dst, idx, a)
 	}
 	runtime.KeepAlive(a)
@@ -349,7 +395,8 @@ func (d argDst) store(o int, w winner) {
 	}
 }
 
-// argWindow bounds the block winners argRows holds at once (see sumWindow).
+// argWindow bounds the block winners argRows holds at once (see sumWindow;
+// a variable only so that tests can make it small).
 var argWindow = 1 << 16
 
 // argRows is ArgReduce over the kept-first iteration of a: output o's slice
@@ -402,29 +449,47 @@ func (b *Backend) argRows(f *argFuncs, dst argDst, idx, a *tensor.Tensor) {
 	}
 }
 
-// argColumns is ArgReduce in column mode, when a's last dim is kept, of
-// unit stride and at least colMin long, and some dim is reduced: each work
-// unit keeps running winners for a block of columns of one output row and
-// folds the slice's rows into them in position order, vectorised across
-// the columns. It reports false, doing nothing, for other layouts.
+// argColumns is ArgReduce in column mode, when a kept dim of a (the last
+// such) has unit stride and is at least colMin long, and some dim is
+// reduced (a's last dim kept, or a transposed view reduced over its last
+// dim): a work
+// unit folds a block of rows (positions) of a block of columns of one
+// output row into running winners, vectorised across the columns, reading
+// each row's columns in one stream; the units' winners are then folded in
+// position order. It reports false, doing nothing, for other layouts.
 func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor) bool {
 	nd := a.Ndim()
 	if nd < 2 || f.col == nil {
 		return false
 	}
-	L := nd - 1
-	C, st := a.Dim(L), a.StridesRef()
-	if C < colMin || idx.Dim(L) != C || st[L] != 1 {
+	// L: the last kept dim of unit stride, at least colMin long
+	st := a.StridesRef()
+	L := -1
+	for d := nd - 1; d >= 0 && L < 0; d-- {
+		if idx.Dim(d) == a.Dim(d) && a.Dim(d) >= colMin && st[d] == 1 {
+			L = d
+		}
+	}
+	if L < 0 {
 		return false
 	}
-	var kShape, kStr, rShape, rStr [tensor.MaxDims]int
+	C := a.Dim(L)
+	// idx's (contiguous) strides: where a unit's outputs go
+	var ostr [tensor.MaxDims]int
+	for d, acc := nd-1, 1; d >= 0; d-- {
+		ostr[d] = acc
+		acc *= idx.Dim(d)
+	}
+	var kShape, kStr, kIStr, rShape, rStr [tensor.MaxDims]int
 	nk, nr := 0, 0
-	for d := 0; d < L; d++ {
-		if idx.Dim(d) == 1 && a.Dim(d) != 1 {
+	for d := 0; d < nd; d++ {
+		switch {
+		case d == L:
+		case idx.Dim(d) == 1 && a.Dim(d) != 1:
 			rShape[nr], rStr[nr] = a.Dim(d), st[d]
 			nr++
-		} else {
-			kShape[nk], kStr[nk] = a.Dim(d), st[d]
+		default:
+			kShape[nk], kStr[nk], kIStr[nk] = a.Dim(d), st[d], ostr[d]
 			nk++
 		}
 	}
@@ -433,55 +498,87 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor) boo
 	if nr == 0 || r > math.MaxInt32 {
 		return false
 	}
+	ostep := ostr[L] // between the outputs of neighbouring columns
+	// kIt walks the output rows (the kept dims but L): operand 0 is a, 1 idx
 	var kIt, rIt tensor.Iter
-	kIt.Reset(kShape[:nk], nil, []int{a.Offset()}, kStr[:nk])
+	kIt.Reset(kShape[:nk], nil, []int{a.Offset(), 0}, kStr[:nk], kIStr[:nk])
 	rIt.Reset(rShape[:nr], nil, []int{0}, rStr[:nr])
-	sz := a.Dtype().Size()
+	sz, psz := a.Dtype().Size(), 4
+	if f.wide {
+		psz = 8
+	}
 	base := a.Storage().Pointer()
-	ncb := (C + colBlock - 1) / colBlock
-	nK := nOut / C
-	b.run(a.Numel(), nK*ncb, func(t int) {
-		K, c0 := t/ncb, (t%ncb)*colBlock
-		n := min(colBlock, C-c0)
-		scratch := colBufs.Get().(*colScratch)
-		wv, wpos := unsafe.Pointer(&scratch.vals[0]), unsafe.Pointer(&scratch.pos[0])
-		off := iterOffset(&kIt, K) + c0
-		var cur tensor.RowCursor
-		cur.Seek(&rIt, 0)
-		inner, ist := rIt.Inner(), rIt.InnerStride(0)
-		k := 0
-		for row := rIt.Rows(); row > 0; row-- {
-			for j := 0; j < inner; j++ {
-				f.col(wv, wpos, unsafe.Add(base, (off+cur.Offs[0]+j*ist)*sz), n, k)
-				k++
+	width := min(C, colBlock)              // columns per unit (the last block may be narrower)
+	ncb := (C + width - 1) / width         // column blocks per output row
+	rb := max(1, colWork/width)            // rows (positions) per unit
+	nrb := (r + rb - 1) / rb               // row blocks per slice
+	nK := nOut / C                         // output rows
+	units := nK * ncb * nrb                // in order: output row, column block, row block
+	posOff := (width*sz + 7) &^ 7          // a unit's positions follow its values, aligned
+	unitBytes := posOff + (width*psz+7)&^7 // one unit's partial winners
+	window := max(1, min(units, colScratchBytes/unitBytes))
+	part := make([]byte, window*unitBytes)
+	acc := make([]byte, unitBytes) // the running winners of the current column block
+	inner, ist := rIt.Inner(), rIt.InnerStride(0)
+	for w0 := 0; w0 < units; w0 += window {
+		wn := min(window, units-w0)
+		b.run(wn*width*min(rb, r), wn, func(t int) {
+			u := w0 + t
+			K, cb, rblk := u/(ncb*nrb), (u/nrb)%ncb, u%nrb
+			c0 := cb * width
+			n := min(width, C-c0)
+			wv := unsafe.Pointer(&part[t*unitBytes])
+			wpos := unsafe.Add(wv, posOff)
+			off := iterOffset(&kIt, K, 0) + c0
+			k0, k1 := rblk*rb, min(r, (rblk+1)*rb)
+			var cur tensor.RowCursor
+			cur.Seek(&rIt, k0/inner)
+			j := k0 % inner
+			for k := k0; k < k1; k++ {
+				f.col(wv, wpos, unsafe.Add(base, (off+cur.Offs[0]+j*ist)*sz), n, k, k == k0)
+				if j++; j == inner {
+					j = 0
+					cur.Next(&rIt)
+				}
 			}
-			cur.Next(&rIt)
-		}
-		o := K*C + c0
-		if f.wide {
-			for c, p := range unsafe.Slice((*int64)(wpos), n) {
-				dst.idx[o+c] = p
+		})
+		for u := w0; u < w0+wn; u++ {
+			K, cb, rblk := u/(ncb*nrb), (u/nrb)%ncb, u%nrb
+			c0 := cb * width
+			n := min(width, C-c0)
+			pv := part[(u-w0)*unitBytes:]
+			if rblk == 0 {
+				copy(acc, pv[:unitBytes])
+			} else {
+				for c := 0; c < n; c++ {
+					if f.takes(unsafe.Pointer(&acc[c*sz]), unsafe.Pointer(&pv[c*sz])) {
+						copy(acc[c*sz:(c+1)*sz], pv[c*sz:(c+1)*sz])
+						copy(acc[posOff+c*psz:posOff+(c+1)*psz], pv[posOff+c*psz:posOff+(c+1)*psz])
+					}
+				}
 			}
-		} else {
-			for c, p := range unsafe.Slice((*int32)(wpos), n) {
-				dst.idx[o+c] = int64(p)
+			if rblk < nrb-1 {
+				continue
+			}
+			o := iterOffset(&kIt, K, 1) + c0*ostep // output of the block's first column
+			if f.wide {
+				for c, p := range unsafe.Slice((*int64)(unsafe.Pointer(&acc[posOff])), n) {
+					dst.idx[o+c*ostep] = p
+				}
+			} else {
+				for c, p := range unsafe.Slice((*int32)(unsafe.Pointer(&acc[posOff])), n) {
+					dst.idx[o+c*ostep] = int64(p)
+				}
+			}
+			if dst.vals != nil {
+				for c := 0; c < n; c++ {
+					copy(unsafe.Slice((*byte)(unsafe.Add(dst.vals, (o+c*ostep)*sz)), sz), acc[c*sz:(c+1)*sz])
+				}
 			}
 		}
-		if dst.vals != nil {
-			copy(unsafe.Slice((*byte)(unsafe.Add(dst.vals, o*sz)), n*sz), scratch.vals[:n*sz])
-		}
-		colBufs.Put(scratch)
-	})
+	}
 	return true
 }
-
-// colScratch is one column-mode unit's running values and positions.
-type colScratch struct {
-	vals [colBlock * 8]byte
-	pos  [colBlock]int64
-}
-
-var colBufs = sync.Pool{New: func() any { return new(colScratch) }}
 
 // ---- Scatter and Gather ----
 
@@ -547,7 +644,7 @@ func (b *Backend) Scatter(out, g, idx *tensor.Tensor) error {
 	const group = 1 << 12
 	b.run(nOut, (nOut+group-1)/group, func(t int) {
 		for o := t * group; o < min(nOut, (t+1)*group); o++ {
-			q := unsafe.Add(ops.base[0], iterOffset(&it, o*r+int(pos[o]))*sz)
+			q := unsafe.Add(ops.base[0], iterOffset(&it, o*r+int(pos[o]), 0)*sz)
 			copy(unsafe.Slice((*byte)(q), sz), unsafe.Slice((*byte)(unsafe.Add(src, o*sz)), sz))
 		}
 	})
@@ -589,7 +686,7 @@ func (b *Backend) Gather(out, x, idx *tensor.Tensor) error {
 	const group = 1 << 12
 	b.run(nOut, (nOut+group-1)/group, func(t int) {
 		for o := t * group; o < min(nOut, (t+1)*group); o++ {
-			q := unsafe.Add(ops.base[0], iterOffset(&it, o*r+int(pos[o]))*sz)
+			q := unsafe.Add(ops.base[0], iterOffset(&it, o*r+int(pos[o]), 0)*sz)
 			copy(unsafe.Slice((*byte)(unsafe.Add(dst, o*sz)), sz), unsafe.Slice((*byte)(q), sz))
 		}
 	})
@@ -750,6 +847,8 @@ func buildClamp(dt dtype.Dtype, cf choiceFunc) segFunc {
 	var fast func(seg) int
 	if sz := simdSize(dt); sz != 0 {
 		fast = func(s seg) int { return simdClamp(&s, sz) }
+	} else if isHalf(dt) {
+		fast = func(s seg) int { return simdClampHalf(&s, dt) }
 	}
 	return choiceKernel(4, cf, 1, fast, func(c []uint8, s seg) { pick(c, s, 0, 1) })
 }
@@ -758,6 +857,8 @@ func buildClampRoute(cd, gd dtype.Dtype, cf choiceFunc) segFunc {
 	var fast func(seg) int
 	if sz := simdSize(cd); sz != 0 && cd == gd {
 		fast = func(s seg) int { return simdClampRoute(&s, sz) }
+	} else if isHalf(cd) && cd == gd {
+		fast = func(s seg) int { return simdClampRouteHalf(&s, cd) }
 	}
 	return choiceKernel(7, cf, 3, fast, route3For(gd))
 }
@@ -767,6 +868,8 @@ func buildClampSelect(cd, vd dtype.Dtype, cf choiceFunc) segFunc {
 	var fast func(seg) int
 	if sz := simdSize(cd); sz != 0 && cd == vd {
 		fast = func(s seg) int { return simdClampSelect(&s, sz) }
+	} else if isHalf(cd) && cd == vd {
+		fast = func(s seg) int { return simdClampSelectHalf(&s, cd) }
 	}
 	return choiceKernel(7, cf, 1, fast, func(c []uint8, s seg) { pick(c, s, 0, 4) })
 }

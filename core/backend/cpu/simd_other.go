@@ -31,3 +31,8 @@ func simdArgCol[R rule, T native](unsafe.Pointer, unsafe.Pointer, unsafe.Pointer
 func simdClamp(*seg, int) int       { return 0 }
 func simdClampRoute(*seg, int) int  { return 0 }
 func simdClampSelect(*seg, int) int { return 0 }
+
+func simdArgRunHalf[R rule](unsafe.Pointer, int, int16, bool) (int, int) { return 0, 0 }
+func simdClampHalf(*seg, dtype.Dtype) int                                { return 0 }
+func simdClampRouteHalf(*seg, dtype.Dtype) int                           { return 0 }
+func simdClampSelectHalf(*seg, dtype.Dtype) int                          { return 0 }
