@@ -100,6 +100,12 @@ CASES = {
     "sum_dim": ("float32", "(1 << 22, 1 << 22)", "ops.sum(x, dim=1)"),
     "sum_float16": ("float16", "(1 << 44,)", "ops.sum(x)"),
     "mean_dim_float64": ("float64", "(16, 1 << 40)", "ops.mean(x, dim=-1)"),
+    # the selecting reductions: rows, columns, several outputs, out=
+    "amax": ("float32", "(1 << 44,)", "ops.amax(x)"),
+    "argmin_dim": ("float32", "(1 << 22, 1 << 22)", "ops.argmin(x, 1)"),
+    "max_dim_columns": ("float32", "(1 << 22, 1 << 22)", "ops.max(x, 0)"),
+    "amin_out": ("float64", "(16, 1 << 40)", "ops.amin(x, -1, out=np.empty(16))"),
+    "amax_float16": ("float16", "(1 << 44,)", "ops.amax(x)"),
 }
 
 

@@ -309,6 +309,19 @@ func (b *Backend) run(work, n int, task func(i int)) {
 	}
 }
 
+// runUntil is run whose tasks do nothing once done is closed (nil: never).
+func (b *Backend) runUntil(done <-chan struct{}, work, n int, task func(i int)) {
+	if done == nil {
+		b.run(work, n, task)
+		return
+	}
+	b.run(work, n, func(i int) {
+		if !backend.Stopped(done) {
+			task(i)
+		}
+	})
+}
+
 // checkArgReduce checks ArgReduce's operands.
 func checkArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
 	if err := backend.CheckRule(r); err != nil {
@@ -339,6 +352,13 @@ func checkArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
 
 // ArgReduce implements backend.IBackend.
 func (b *Backend) ArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
+	return b.ArgReduceUntil(r, vals, idx, a, nil)
+}
+
+// ArgReduceUntil implements backend.InterruptibleArgReduce: every work unit
+// (at most argBlock elements, or colWork in column mode) first looks at
+// done, and once it is closed the units left do nothing.
+func (b *Backend) ArgReduceUntil(r backend.Rule, vals, idx, a *tensor.Tensor, done <-chan struct{}) error {
 	if err := checkArgReduce(r, vals, idx, a); err != nil {
 		return err
 	}
@@ -368,8 +388,11 @@ func (b *Backend) ArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
 				return err
 			}
 		}
-	case !b.argColumns(f, dst, idx, a):
-		b.argRows(f, dst, idx, a)
+	case !b.argColumns(f, dst, idx, a, done):
+		b.argRows(f, dst, idx, a, done)
+	}
+	if backend.Stopped(done) {
+		return backend.ErrInterrupted
 	}
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(iw)
@@ -402,7 +425,7 @@ var argWindow = 1 << 16
 // argRows is ArgReduce over the kept-first iteration of a: output o's slice
 // is the range [o*r, (o+1)*r). Short slices go whole to a work unit (groups
 // of them); long ones are cut into blocks of argBlock positions.
-func (b *Backend) argRows(f *argFuncs, dst argDst, idx, a *tensor.Tensor) {
+func (b *Backend) argRows(f *argFuncs, dst argDst, idx, a *tensor.Tensor, done <-chan struct{}) {
 	nOut := idx.Numel()
 	r := a.Numel() / nOut
 	var permBuf [tensor.MaxDims]int
@@ -410,7 +433,7 @@ func (b *Backend) argRows(f *argFuncs, dst argDst, idx, a *tensor.Tensor) {
 	ops := plan(&it, keptFirst(&permBuf, idx, a), a)
 	if r <= argBlock {
 		group := max(1, argBlock/r)
-		b.run(a.Numel(), (nOut+group-1)/group, func(t int) {
+		b.runUntil(done, a.Numel(), (nOut+group-1)/group, func(t int) {
 			w := new(winner)
 			fold := func(p unsafe.Pointer, st, n, flat int) { f.run(w, p, st, n, flat%r) }
 			for o := t * group; o < min(nOut, (t+1)*group); o++ {
@@ -425,9 +448,9 @@ func (b *Backend) argRows(f *argFuncs, dst argDst, idx, a *tensor.Tensor) {
 	units := nOut * nb
 	partial := make([]winner, min(units, argWindow))
 	var cur winner
-	for w := 0; w < units; w += len(partial) {
+	for w := 0; w < units && !backend.Stopped(done); w += len(partial) {
 		wn := min(len(partial), units-w)
-		b.run(wn*argBlock, wn, func(t int) {
+		b.runUntil(done, wn*argBlock, wn, func(t int) {
 			u := w + t
 			o, blk := u/nb, u%nb
 			start := o*r + blk*argBlock
@@ -457,7 +480,7 @@ func (b *Backend) argRows(f *argFuncs, dst argDst, idx, a *tensor.Tensor) {
 // output row into running winners, vectorised across the columns, reading
 // each row's columns in one stream; the units' winners are then folded in
 // position order. It reports false, doing nothing, for other layouts.
-func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor) bool {
+func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor, done <-chan struct{}) bool {
 	nd := a.Ndim()
 	if nd < 2 || f.col == nil {
 		return false
@@ -520,9 +543,9 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor) boo
 	part := make([]byte, window*unitBytes)
 	acc := make([]byte, unitBytes) // the running winners of the current column block
 	inner, ist := rIt.Inner(), rIt.InnerStride(0)
-	for w0 := 0; w0 < units; w0 += window {
+	for w0 := 0; w0 < units && !backend.Stopped(done); w0 += window {
 		wn := min(window, units-w0)
-		b.run(wn*width*min(rb, r), wn, func(t int) {
+		b.runUntil(done, wn*width*min(rb, r), wn, func(t int) {
 			u := w0 + t
 			K, cb, rblk := u/(ncb*nrb), (u/nrb)%ncb, u%nrb
 			c0 := cb * width

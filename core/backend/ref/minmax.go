@@ -15,13 +15,20 @@ import (
 // those where keep is 1 and shape is not): o is the flat index of the
 // element's output in keep, k its position in its slice (row-major over
 // the reduced dims).
-func forSlices(shape, keep []int, fn func(i, o, k int)) {
+func forSlices(shape, keep []int, fn func(i, o, k int)) { forSlicesUntil(shape, keep, nil, fn) }
+
+// forSlicesUntil is forSlices that looks at done every 4096 elements and
+// stops once it is closed, reporting whether it stopped.
+func forSlicesUntil(shape, keep []int, done <-chan struct{}, fn func(i, o, k int)) bool {
 	n := 1
 	for _, d := range shape {
 		n *= d
 	}
 	ix := make([]int, len(shape))
 	for i := 0; i < n; i++ {
+		if done != nil && i%4096 == 0 && backend.Stopped(done) {
+			return true
+		}
 		o, k := 0, 0
 		for d := range shape {
 			if keep[d] == 1 && shape[d] != 1 {
@@ -40,6 +47,7 @@ func forSlices(shape, keep []int, fn func(i, o, k int)) {
 			ix[d] = 0
 		}
 	}
+	return false
 }
 
 // sliceLen returns the number of elements of one slice of a tensor of shape
@@ -74,7 +82,12 @@ func checkIdx(idx *tensor.Tensor, keep []int, r int) error {
 // ArgReduce implements backend.IBackend: the fold of each slice, element by
 // element in row-major order (so each slice's elements come in position
 // order), keeping the running winner iff it wins by winsAt.
-func (Backend) ArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
+func (b Backend) ArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
+	return b.ArgReduceUntil(r, vals, idx, a, nil)
+}
+
+// ArgReduceUntil implements backend.InterruptibleArgReduce.
+func (Backend) ArgReduceUntil(r backend.Rule, vals, idx, a *tensor.Tensor, done <-chan struct{}) error {
 	if err := backend.CheckRule(r); err != nil {
 		return err
 	}
@@ -101,11 +114,13 @@ func (Backend) ArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
 	dt := a.Dtype()
 	win := make([]int, idx.Numel()) // the running winner's flat index in a
 	pos := make([]int, idx.Numel()) // and its position
-	forSlices(a.ShapeRef(), idx.ShapeRef(), func(i, o, k int) {
+	if forSlicesUntil(a.ShapeRef(), idx.ShapeRef(), done, func(i, o, k int) {
 		if k == 0 || !winsAt(r, dt, a.ElementPointer(win[o]), a.ElementPointer(i)) {
 			win[o], pos[o] = i, k
 		}
-	})
+	}) {
+		return backend.ErrInterrupted
+	}
 	for o := range win {
 		tensor.StoreInt64(dtype.Int64, idx.ElementPointer(o), int64(pos[o]))
 		if vals != nil {
