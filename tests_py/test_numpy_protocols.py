@@ -518,6 +518,25 @@ def test_foreign_overrides_get_their_turn():
     assert np.clip(t, f, 1.0) == ("foreign", "clip")
 
 
+class _OwnSubclass(np.ndarray):
+    """An ndarray subclass with a function protocol of its own."""
+
+    def __array_function__(self, func, types, args, kwargs):
+        return ("subclass", func.__name__)
+
+
+def test_ndarray_subclasses_with_their_own_protocol_get_their_turn():
+    t = pylucid.tensor([1.0, 2.0])
+    s = np.array([3.0], dtype=np.float32).view(_OwnSubclass)
+    assert np.concatenate([t, s]) == ("subclass", "concatenate")
+    assert np.amax(t, out=s) == ("subclass", "amax")
+    # a plain subclass (no protocol of its own) is an array like any other
+    m = np.ma.masked_array([3.0, 0.0], dtype=np.float32)
+    r = np.concatenate([t, m])
+    assert not isinstance(r, pylucid.Tensor)
+    np.testing.assert_array_equal(np.asarray(r), [1.0, 2.0, 3.0, 0.0])
+
+
 # ---- what worked before keeps working ----
 
 def test_conversions_printing_pickling_and_testing_helpers():

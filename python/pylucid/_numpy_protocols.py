@@ -99,18 +99,18 @@ def _reduce(op: Callable[..., Any], inputs: Tuple[Any, ...], kwargs: Dict[str, A
     return op(inputs[0], axis, keepdims, out=out)
 
 
-# Types whose __array_ufunc__ pylucid may override (NumPy's own arrays and
-# scalars, Python numbers), by type; anything else that defines one gets
-# NotImplemented, so that NumPy asks it instead.
-_known: Dict[type, bool] = {}
+# Whether a type has a protocol method of its own (not NumPy's arrays' nor
+# Tensor's), by (type, method): pylucid answers NotImplemented to calls that
+# involve one, so that NumPy asks that type instead.
+_known: Dict[Tuple[type, str], bool] = {}
 
 
-def _is_foreign(t: type) -> bool:
-    f = _known.get(t)
+def _is_foreign(t: type, method: str = "__array_ufunc__") -> bool:
+    f = _known.get((t, method))
     if f is None:
-        au = getattr(t, "__array_ufunc__", None)
-        f = au is not None and au is not np.ndarray.__array_ufunc__ and not issubclass(t, Tensor)
-        _known[t] = f
+        m = getattr(t, method, None)
+        f = m is not None and m is not getattr(np.ndarray, method) and not issubclass(t, Tensor)
+        _known[(t, method)] = f
     return f
 
 
@@ -197,7 +197,7 @@ _FUNCS: Dict[Any, Callable[..., Any]] = {
 def array_function(func: Any, types: Sequence[type], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     """Tensor.__array_function__: the pylucid op for func, else NumPy."""
     for t in types:
-        if not issubclass(t, (Tensor, np.ndarray)):
+        if t is not Tensor and _is_foreign(t, "__array_function__"):
             return NotImplemented
     h = _FUNCS.get(func)
     if h is not None:
