@@ -14,6 +14,7 @@ from ._lib import check as _check
 from ._lib import ffi as _ffi
 from ._lib import lib as _native
 from . import ops
+from . import _numpy_protocols  # noqa: F401 - Tensor's NumPy protocols (__array_ufunc__, __array_function__)
 from . import autograd
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled

@@ -651,7 +651,21 @@ class Tensor(_TensorBase):
         """:func:`pylucid.ops.max`: ``amax()``, or ``(values, indices)`` over ``dim``."""
         return late.ops.max(self, dim, keepdim)
 
-    __array_priority__ = 1000  # NumPy defers `ndarray op Tensor` to us
+    # NumPy asks __array_ufunc__ below about `ndarray op Tensor`; the priority
+    # stays for code that still looks at it.
+    __array_priority__ = 1000
+
+    # NumPy's override protocols (docs/interop.md, "NumPy protocols"): the
+    # ufuncs and functions pylucid has an op for run it and return Tensors
+    # with autograd; any other gets the tensors as arrays, or raises
+    # TypeError when one requires grad. The work is in _numpy_protocols.py.
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy's ufunc protocol: ``np.minimum(t, x)`` is ``ops.minimum(t, x)``."""
+        return late.array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """NumPy's function protocol: ``np.amax(t, axis=0)`` is ``ops.amax(t, 0)``."""
+        return late.array_function(func, types, args, kwargs)
 
     # ---- DLPack (python/pylucid/dlpack.py) ----
     def __dlpack__(self, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
@@ -667,16 +681,18 @@ class Tensor(_TensorBase):
 
 
 class _Late:
-    """What the modules above this one (autograd, dlpack) give Tensor's
-    methods: they register it here as they are imported (the package imports
-    both), so that this module never imports them and no module imports
-    another in a circle."""
+    """What the modules above this one (autograd, dlpack, ops,
+    _numpy_protocols) give Tensor's methods: they register it here as they
+    are imported (the package imports them all), so that this module never
+    imports them and no module imports another in a circle."""
 
     drive: Callable[..., Any]  # autograd._drive
     run: Callable[..., Any]  # autograd._run
     backward: Callable[..., None]  # autograd.backward
     to_dlpack: Callable[..., Any]  # dlpack.to_dlpack
     ops: Any  # the pylucid.ops module
+    array_ufunc: Callable[..., Any]  # _numpy_protocols.array_ufunc
+    array_function: Callable[..., Any]  # _numpy_protocols.array_function
 
 
 late = _Late()
