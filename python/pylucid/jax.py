@@ -222,7 +222,7 @@ def _family(key: Key) -> Callable[..., jax.Array]:
         return apply(*xs), xs
 
     def apply_bwd(xs: Tuple[jax.Array, ...], g: jax.Array) -> Tuple[jax.Array, ...]:
-        return route(*xs, g)
+        return route(*xs, g)  # type: ignore[no-any-return]  # (without JAX installed)
 
     apply.defvjp(apply_fwd, apply_bwd)
 
@@ -253,7 +253,7 @@ def _family(key: Key) -> Callable[..., jax.Array]:
         return tuple(jnp.zeros_like(x) for x in xs) + tuple(route(*xs, w))
 
     select.defvjp(select_fwd, select_bwd)
-    return apply
+    return apply  # type: ignore[no-any-return]  # (without JAX installed)
 
 
 # ---- argument handling (at trace time)
