@@ -327,6 +327,15 @@ def test_vmap_amax_over_rows_equals_per_row_pylucid() -> None:
     np.testing.assert_array_equal(np.asarray(got), [np.argmax(r) for r in x])
     got = jax.vmap(lambda r: pj.argmin(r, axis=1, keepdims=True))(x)
     np.testing.assert_array_equal(np.asarray(got), np.stack([np.argmin(r, axis=1, keepdims=True) for r in x]))
+    got = jax.vmap(lambda r: pj.argmin(r, keepdims=True))(x)
+    np.testing.assert_array_equal(np.asarray(got), np.stack([np.argmin(r, keepdims=True) for r in x]))
+    # nested: a batch of batches
+    got = jax.vmap(jax.vmap(lambda r: pj.amax(r, axis=0)))(x)
+    assert_same(got, ops.amax(x, 2).numpy())
+    got = jax.jit(jax.vmap(jax.vmap(jax.grad(lambda r: pj.amin(r)))))(x)
+    assert_same(got, pl_grads(lambda t: ops.amin(t, 2), (x,), np.ones((5, 3), np.float32))[0])
+    got = jax.vmap(jax.vmap(lambda r: pj.argmax(r)))(x)
+    np.testing.assert_array_equal(np.asarray(got), np.argmax(x, axis=2))
 
 
 def test_vmap_clamp_with_batched_and_unbatched_bounds() -> None:

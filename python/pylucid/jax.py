@@ -43,21 +43,29 @@ adds no copy of its own.
 * Integer and bool operands, and ``argmin``/``argmax``, are forward only
   (their operands pass through ``lax.stop_gradient``).
 
-Why ``pure_callback`` and not the XLA FFI: an FFI handler would let pylucid
-write straight into XLA's buffers (no copy in or out), but it needs a
-compiled handler linked against both XLA's FFI headers and pylucid's native
-library, built per platform. Measured on the development machine (2 shared
-cores, loaded, so the numbers are rough), float32, jitted:
+Why ``pure_callback`` and not the XLA FFI. Measured jitted, float32, on the
+development machine (2 shared, loaded cores: medians, rough to ±30%),
+forward ``minimum`` (``bench/jax_ffi_prototype.py``, whose FFI handler,
+``bench/jax_ffi_prototype.cc``, borrows XLA's operand buffers and writes
+into its result buffer through pylucid's C API):
 
-* a callback that does nothing costs about 280 µs per call at 1,000
-  elements against 180 µs for a jitted ``x * 2``, and at 2^24 elements
-  420 ms against 210 ms (the copies in and out);
-* ``value_and_grad`` of ``sum(pylucid.jax.minimum(a, b))`` at 2^24:
-  see ``bench/run.py`` ("jax bridge minimum value_and_grad jitted").
+    elements   callback doing nothing   pylucid.jax   FFI prototype   jnp.minimum
+    1,000      0.21-0.25 ms             0.40-0.44 ms  0.015 ms        0.06 ms
+    2^24       400-425 ms               360-510 ms    100-130 ms      120-190 ms
 
-The callback copies cost about what one extra pass over the data costs, which
-keeps the bridge within a small factor of ``jnp.minimum``; the FFI is the
-way to remove them if that factor matters.
+and ``jax.value_and_grad`` of ``sum(minimum(a, b))`` (both operands):
+1.6 ms against jnp's 0.11 ms at 1,000 elements (14x), 1.2-2.0 s against
+0.3-0.5 s at 2^24 (3.9-5x; ``bench/run.py`` reports it). Nearly all of
+pylucid.jax's time is JAX's callback machinery: it copies every operand into
+the callback and every result out of it (a callback that does nothing costs
+as much), while pylucid's own work is 30 ms (forward) and 110 ms (route) at
+2^24. An FFI handler removes that: about 25x less per call, and as fast as
+jnp's own forward at 2^24. It is not used yet because it has to be compiled against
+XLA's FFI ABI and shipped in the wheel (a C handler in pylucid's extension,
+handed to JAX as a capsule), with route and select driven through pylucid's
+C API (``lucid_backward_start``, ``lucid_op_jvp``) and every op's attributes
+and batch dimensions decoded in C; ``pure_callback`` gives the same values,
+gradients, jit and vmap today with pylucid's Python API.
 
 Not supported: arrays on a device other than the CPU (``ValueError``; under
 ``jax.jit`` the placement is not visible, and a callback always runs on the
