@@ -438,3 +438,19 @@ def test_import_pylucid_does_not_import_jax() -> None:
     code = "import sys, pylucid.jax; print('jax' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "True"
+
+
+def test_repeated_calls_leave_nothing_behind() -> None:
+    a = jnp.asarray(values(np.dtype(np.float32), (64,), 22))
+    b = a[::-1]
+    f = jax.jit(jax.value_and_grad(lambda a, b: jnp.sum(pj.amax(pj.clamp(pj.minimum(a, b), -1, 1))), argnums=(0, 1)))
+    h = jax.jit(jax.grad(lambda a: jnp.sum(jax.grad(lambda x: jnp.sum(pj.maximum(x, b) ** 2))(a))))
+    jax.block_until_ready((f(a, b), h(a)))
+    pylucid._collect()
+    before = pylucid._stats()
+    for _ in range(50):
+        jax.block_until_ready((f(a, b), h(a), pj.argmax(a)))
+    pylucid._collect()
+    after = pylucid._stats()
+    for k in ("handles", "borrowed", "c_bytes", "c_blocks"):
+        assert after[k] <= before[k], (k, before, after)

@@ -268,9 +268,12 @@ def _family(key: Key) -> Callable[..., jax.Array]:
 
 
 def _check_cpu(x: Any, fn: str) -> None:
-    if isinstance(x, jax.core.Tracer) or not hasattr(x, "devices"):
+    if not hasattr(x, "devices"):  # NumPy arrays and Python scalars
         return
-    devices = x.devices()
+    try:
+        devices = x.devices()
+    except jax.errors.ConcretizationTypeError:  # a tracer: placement is not known while tracing
+        return
     other = sorted(str(d) for d in devices if d.platform != "cpu")
     if other:
         raise ValueError("pylucid.jax.%s works on CPU arrays, got an array on %s; move it with "
