@@ -1,5 +1,6 @@
 """Benchmarks pylucid's minimum/maximum against NumPy (and PyTorch when it is
-importable), in one run, and prints medians and ratios.
+importable), in one run, and prints medians and ratios; with JAX importable,
+also pylucid.jax's jitted value_and_grad against jnp.minimum's.
 
     python3 bench/run.py                 # full run, writes bench/results.png
     python3 bench/run.py --quick         # fewer repetitions
