@@ -1,5 +1,6 @@
 """Benchmarks pylucid's minimum/maximum against NumPy (and PyTorch when it is
-importable), in one run, and prints medians and ratios.
+importable), in one run, and prints medians and ratios; with JAX importable,
+also pylucid.jax's jitted value_and_grad against jnp.minimum's.
 
     python3 bench/run.py                 # full run, writes bench/results.png
     python3 bench/run.py --quick         # fewer repetitions
@@ -37,6 +38,14 @@ try:
     import torch  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - optional
     torch = None
+
+try:
+    import jax
+    import jax.numpy as jnp
+
+    import pylucid.jax as pljax
+except ImportError:  # pragma: no cover - optional
+    jax = None
 
 try:
     import ml_dtypes  # type: ignore[import-not-found]
@@ -368,7 +377,21 @@ def main() -> int:
     t = per_call({"np": lambda: np.minimum(a3, b3, out=o3), "pl": lambda: ops.minimum(a3, b3, out=o3b)}, 2000)
     row("f32 65536 minimum(out=ndarray)", t["pl"], t["np"], "<= 1.0x np.minimum(out=)")
 
-    # 8. peak memory
+    # 8. the JAX bridge: jitted value_and_grad of sum(minimum(a, b)) over both
+    # operands, against the same with jnp.minimum (no target: reported)
+    if jax is not None:
+        ja, jb = jnp.asarray(a), jnp.asarray(b)
+        vg_pl = jax.jit(jax.value_and_grad(lambda x, y: jnp.sum(pljax.minimum(x, y)), argnums=(0, 1)))
+        vg_jnp = jax.jit(jax.value_and_grad(lambda x, y: jnp.sum(jnp.minimum(x, y)), argnums=(0, 1)))
+        t_jnp = median_time(lambda: jax.block_until_ready(vg_jnp(ja, jb)), max(3, reps // 3))
+        t_pl = median_time(lambda: jax.block_until_ready(vg_pl(ja, jb)), max(3, reps // 3))
+        rows.append({"case": "jax bridge minimum value_and_grad jitted 2^24 f32", "pylucid_ms": t_pl * 1e3,
+                     "numpy_ms": float("nan"), "ratio_numpy": float("nan"), "target": "report (no target)",
+                     "extra": "jnp.minimum's: %.1f ms; ratio %.2fx (pure_callback copies in and out)"
+                     % (t_jnp * 1e3, t_pl / t_jnp)})
+        del ja, jb, vg_pl, vg_jnp
+
+    # 9. peak memory
     mem = peak_rss_child(n)
     need = 3 * n * 4 / 2**20  # y, ga, gb
     extra_mb = mem["peak"] - mem["base"]

@@ -9,6 +9,12 @@ from pylucid import amp, autograd, dlpack, dtypes, ops
 
 MODULES = {"pylucid": pylucid, "pylucid.ops": ops, "pylucid.autograd": autograd, "pylucid.amp": amp,
            "pylucid.dlpack": dlpack}
+try:  # the JAX bridge, where JAX is installed
+    import pylucid.jax
+
+    MODULES["pylucid.jax"] = pylucid.jax
+except ImportError:
+    pass
 PUBLIC_DUNDERS = {"__dlpack__", "__dlpack_device__", "__call__"}
 
 

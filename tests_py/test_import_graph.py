@@ -98,3 +98,45 @@ def test_no_module_imports_ctypes() -> None:
                 offenders.append(name)
     assert not offenders, offenders
     assert len(MODULES) > 5  # the scan saw the package
+
+
+# Frameworks are bridged by one module each, which nothing else imports:
+# `import pylucid` never imports the framework (the extras are optional).
+BRIDGES = {"jax": "jax"}  # module of pylucid -> the framework it imports
+
+
+def _top_level_imports(path: pathlib.Path) -> set:
+    """The top-level names of every absolute import in path (anywhere)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_only_the_bridge_imports_its_framework() -> None:
+    assert set(BRIDGES) <= set(MODULES)
+    for name, path in sorted({**MODULES, "__init__": PKG / "__init__.py"}.items()):
+        frameworks = _top_level_imports(path) & set(BRIDGES.values())
+        allowed = {BRIDGES[name]} if name in BRIDGES else set()
+        assert frameworks <= allowed, (name, frameworks)
+    assert "jax" in _top_level_imports(MODULES["jax"])  # the scan sees the bridge's own import
+
+
+def test_no_module_imports_a_bridge() -> None:
+    graph = {m: _imports(p) for m, p in MODULES.items()}
+    graph["__init__"] = _imports(PKG / "__init__.py")
+    for name, deps in graph.items():
+        assert not deps & set(BRIDGES), (name, deps & set(BRIDGES))
+
+
+def test_import_pylucid_imports_no_framework() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, pylucid, pylucid.ops, pylucid.autograd, pylucid.dlpack, pylucid.amp; "
+            "print(sorted(m for m in %r if m in sys.modules))" % sorted(set(BRIDGES.values())))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout
