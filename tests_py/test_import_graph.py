@@ -98,3 +98,43 @@ def test_no_module_imports_ctypes() -> None:
                 offenders.append(name)
     assert not offenders, offenders
     assert len(MODULES) > 5  # the scan saw the package
+
+
+# Frameworks reached only through their bridge module (pylucid/<name>.py):
+# `import pylucid` must never import them.
+FRAMEWORKS = ("torch", "jax")
+
+
+def _framework_imports(path: pathlib.Path) -> set:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found & set(FRAMEWORKS)
+
+
+def test_only_the_bridges_import_their_framework() -> None:
+    for name, path in sorted({**MODULES, "__init__": PKG / "__init__.py"}.items()):
+        allowed = {name} & set(FRAMEWORKS)
+        assert _framework_imports(path) <= allowed, (name, _framework_imports(path))
+    assert _framework_imports(PKG / "torch.py") == {"torch"}  # the scan sees a bridge's import
+    graph = {m: _imports(p) for m, p in MODULES.items()}
+    for name in FRAMEWORKS:
+        importers = sorted(m for m, deps in graph.items() if name in deps)
+        assert not importers, (name, importers)  # no module imports a bridge
+    assert "torch" not in _imports(PKG / "__init__.py")
+
+
+def test_import_pylucid_imports_no_framework() -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, pylucid, pylucid.ops, pylucid.autograd, pylucid.dlpack, pylucid.amp\n"
+            "x = pylucid.ops.minimum(pylucid.tensor([1.0]), 2.0)\n"
+            "print(sorted(m for m in %r if m in sys.modules))" % (FRAMEWORKS,))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(PKG.parent)})
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
