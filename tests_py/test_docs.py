@@ -10,6 +10,12 @@ from pylucid import amp, autograd, dlpack, dtypes, ops
 MODULES = {"pylucid": pylucid, "pylucid.ops": ops, "pylucid.autograd": autograd, "pylucid.amp": amp,
            "pylucid.dlpack": dlpack}
 PUBLIC_DUNDERS = {"__dlpack__", "__dlpack_device__", "__call__"}
+try:  # the framework bridges, where their framework is installed
+    import pylucid.torch
+
+    MODULES["pylucid.torch"] = pylucid.torch
+except ImportError:
+    pass
 
 
 def _public_objects():

@@ -42,7 +42,7 @@ from . import autograd as _ag
 from . import ops as _ops
 from ._state import MODE_GRAD, state
 from .dlpack import DLPACK_VERSION, from_dlpack as _pl_from_dlpack
-from .dlpack import _consume, to_dlpack as _pl_to_dlpack
+from .dlpack import _consume, _export_versioned
 from .tensor import Tensor
 
 __all__ = ["minimum", "maximum", "fmin", "fmax", "clamp", "amin", "amax"]
@@ -66,7 +66,7 @@ def _check(name: str, t: Any, what: str) -> None:
     """Raises a clear error for what pylucid cannot compute on."""
     if not isinstance(t, torch.Tensor):
         raise TypeError("pylucid.torch.%s: %s must be a torch.Tensor, got %s" % (name, what, type(t).__name__))
-    if t.device.type != "cpu":
+    if not t.is_cpu:
         raise RuntimeError("pylucid.torch.%s: %s is on device '%s'; pylucid computes on CPU tensors only "
                            "(move it with .cpu())" % (name, what, t.device))
     if t.dtype not in _SUPPORTED:
@@ -88,7 +88,7 @@ def _from_torch(t: torch.Tensor) -> Tensor:
 def _to_torch(t: Tensor) -> torch.Tensor:
     """A torch tensor over the pylucid tensor's memory (DLPack, no copy):
     ``torch.from_dlpack(t)``."""
-    return _torch_from_capsule(_pl_to_dlpack(t, max_version=DLPACK_VERSION))
+    return _torch_from_capsule(_export_versioned(t))
 
 
 # ---- the computations, on pylucid tensors ----
@@ -125,31 +125,30 @@ def _amax_kernel(params: Tuple[Any, bool], x: Tensor) -> Tensor:
     return cast(Tensor, _ops.amax(x, params[0], params[1]))
 
 
-def _run(kernel: _Kernel, params: Any, xs: Sequence[torch.Tensor]) -> torch.Tensor:
-    return _to_torch(kernel(params, *[_from_torch(x) for x in xs]))
-
-
 def _vjp(kernel: _Kernel, params: Any, needs: Tuple[bool, ...], g: torch.Tensor,
-         xs: Sequence[torch.Tensor]) -> Tuple[Optional[torch.Tensor], ...]:
+         xs: Sequence[torch.Tensor], views: Optional[Sequence[Tensor]] = None) -> Tuple[Optional[torch.Tensor], ...]:
     """pylucid's vector-Jacobian product: the gradient of each input that
-    needs one (None for the others), reduced to its shape and dtype."""
-    ps = [_from_torch(x) for x in xs]
-    wrt = [p.requires_grad_(True) for p, n in zip(ps, needs) if n]
+    needs one (None for the others), reduced to its shape and dtype. views:
+    pylucid tensors over xs' memory already (the forward's)."""
+    ps = [_from_torch(x) for x in xs] if views is None else [v.detach() for v in views]
+    for p, n in zip(ps, needs):
+        if n:
+            p.requires_grad_(True)
     prev = state.mode
     state.mode = prev | MODE_GRAD
     try:
         y = kernel(params, *ps)
-        gs = _ag.grad(y, wrt, (_from_torch(g),), allow_unused=True)
+        # backward() of sum(y * g) hands every input exactly the gradient
+        # that grad(y, inputs, g) would (d sum(y * g) / dy is g, bit for
+        # bit), on the C path (one call, no Python frame per node) into the
+        # fresh leaves' .grad.
+        (y * _from_torch(g)).sum().backward()
     finally:
         state.mode = prev
     out: List[Optional[torch.Tensor]] = []
-    it = iter(gs)
-    for p, n in zip(ps, needs):
-        if not n:
-            out.append(None)
-            continue
-        gp = next(it)
-        out.append(_to_torch(gp) if gp is not None else torch.zeros(p.shape, dtype=xs[len(out)].dtype))
+    for p, x, n in zip(ps, xs, needs):
+        gp = p.grad if n else None
+        out.append(_to_torch(gp) if gp is not None else torch.zeros(x.shape, dtype=x.dtype) if n else None)
     return tuple(out)
 
 
@@ -195,13 +194,23 @@ class _Select(_Function):
     def forward(ctx: Any, kernel: _Kernel, params: Any, *xs: torch.Tensor) -> torch.Tensor:
         ctx.kernel, ctx.params = kernel, params
         ctx.save_for_backward(*xs)
-        return _run(kernel, params, xs)
+        views = [_from_torch(x) for x in xs]
+        if any(ctx.needs_input_grad):
+            # The backward reads the inputs through the same views (fresh
+            # leaves by detach(): no new import); ctx.saved_tensors still
+            # checks that no input was modified in place meanwhile.
+            ctx.views = views
+        return _to_torch(kernel(params, *views))
 
     @staticmethod
     def backward(ctx: Any, g: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
         xs = ctx.saved_tensors
-        grads: Tuple[Optional[torch.Tensor], ...] = SelectionVjp.apply(
-            ctx.kernel, ctx.params, ctx.needs_input_grad[2:], g, *xs)
+        needs = ctx.needs_input_grad[2:]
+        grads: Tuple[Optional[torch.Tensor], ...]
+        if torch.is_grad_enabled():  # create_graph: the gradients are differentiable in turn
+            grads = SelectionVjp.apply(ctx.kernel, ctx.params, needs, g, *xs)
+        else:  # the same computation, without a node nobody will differentiate
+            grads = _vjp(ctx.kernel, ctx.params, needs, g, xs, ctx.views)
         return (None, None) + grads
 
 
