@@ -138,28 +138,16 @@ def _vjp(kernel: _Kernel, params: Any, needs: Tuple[bool, ...], g: torch.Tensor,
     state.mode = prev | MODE_GRAD
     try:
         y = kernel(params, *ps)
-        pg = _from_torch(g)
-        if y.numel() <= _SMALL:
-            # backward() of sum(y * g) hands every input exactly the
-            # gradient that grad(y, inputs, g) would (d sum(y * g) / dy is
-            # g, bit for bit), on the C path (one call, no Python frame per
-            # node) into the fresh leaves' .grad: cheaper per call, but two
-            # more passes over the data.
-            (y * pg).sum().backward()
-            gs = [p.grad if n else None for p, n in zip(ps, needs)]
-        else:
-            it = iter(_ag.grad(y, [p for p, n in zip(ps, needs) if n], (pg,), allow_unused=True))
-            gs = [next(it) if n else None for n in needs]
+        # Into the fresh leaves' .grad: what grad(y, inputs, g) returns,
+        # for less work per call.
+        y.backward(_from_torch(g))
     finally:
         state.mode = prev
     out: List[Optional[torch.Tensor]] = []
-    for gp, x, n in zip(gs, xs, needs):
+    for p, x, n in zip(ps, xs, needs):
+        gp = p.grad if n else None
         out.append(_to_torch(gp) if gp is not None else torch.zeros(x.shape, dtype=x.dtype) if n else None)
     return tuple(out)
-
-
-# Up to this many elements a backward takes the per-call path of _vjp.
-_SMALL = 1 << 14
 
 
 def _jvp(kernel: _Kernel, params: Any, vs: Sequence[Optional[torch.Tensor]],
