@@ -388,6 +388,13 @@ def test_integer_inputs_cannot_require_grad():
     # torch itself refuses integer tensors that require grad ...
     with pytest.raises(RuntimeError, match="floating point"):
         torch.tensor([1, 2]).requires_grad_()
+    # ... so the bridge's own check is seen only through a tensor that claims it does
+    class Claims(torch.Tensor):
+        requires_grad = property(lambda self: True)  # type: ignore[assignment]
+
+    i = torch.tensor([1, 2]).as_subclass(Claims)
+    with pytest.raises(TypeError, match="int64 requires grad; only floating"):
+        plt.minimum(i, torch.tensor([0, 3]))
     # ... and an integer input next to a floating one gets no gradient
     a = torch.tensor([1.0, 5.0], requires_grad=True)
     (g,) = torch.autograd.grad(plt.minimum(torch.tensor([3, 3]), a).sum(), a)
@@ -423,3 +430,17 @@ def test_a_large_tensor_equals_torch():
     a = _rand(1 << 15, seed=28, requires_grad=True)
     b = _rand(1 << 15, seed=29, requires_grad=True)
     _same(_grads(plt.minimum, _leaves(a, b)), _grads(torch.minimum, _leaves(a, b)))
+
+
+def test_expanded_zero_size_and_0d_inputs():
+    base = _rand(4, 1, seed=30, requires_grad=True)
+    b = _rand(4, 5, seed=31, requires_grad=True)
+    _same(_grads(lambda u, v: plt.maximum(u.expand(4, 5), v), _leaves(base, b)),
+          _grads(lambda u, v: torch.maximum(u.expand(4, 5), v), _leaves(base, b)))  # stride-0 input
+    e = torch.zeros(0, 3, requires_grad=True)
+    y = plt.minimum(e, torch.zeros(3))
+    assert y.shape == (0, 3)
+    (g,) = torch.autograd.grad(y.sum(), e)
+    assert g.shape == (0, 3)
+    s = torch.tensor(1.5, dtype=F64, requires_grad=True)
+    _same(_grads(lambda u: plt.clamp(u, 0.0, 1.0), _leaves(s)), _grads(lambda u: torch.clamp(u, 0.0, 1.0), _leaves(s)))
