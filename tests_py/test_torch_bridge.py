@@ -95,7 +95,7 @@ def test_clamp_equals_torch_off_ties(kw):
     _same(run(plt.clamp), run(torch.clamp))
 
 
-DIMS = [(), [], 0, 1, -1, (0, 2), (2, -3), [1]]
+DIMS = [(), [], None, 0, 1, -1, (0, 2), (2, -3), [1]]
 
 
 @pytest.mark.parametrize("ours,theirs", [(plt.amin, torch.amin), (plt.amax, torch.amax)],

@@ -329,14 +329,16 @@ def clamp(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.Te
     return _apply("clamp", _clamp_kernel, (lo, hi), xs, what)
 
 
-Dims = Union[int, Sequence[int]]
+Dims = Union[None, int, Sequence[int]]
 
 
 def _dims(name: str, dim: Dims) -> Any:
-    """torch's dim (an int, or a sequence where empty means every dim) as
-    pylucid's (None for every dim)."""
+    """torch's dim (an int, a sequence where empty means every dim, or None:
+    every dim, as recent torch takes it) as pylucid's (None for every dim)."""
+    if dim is None:
+        return None
     if isinstance(dim, (tuple, list)):
-        return None if len(dim) == 0 else tuple(int(d) for d in dim)
+        return None if len(dim) == 0 else tuple(operator.index(d) for d in dim)
     if isinstance(dim, (torch.Tensor, bool)) or not hasattr(dim, "__index__"):
         raise TypeError("pylucid.torch.%s: dim must be an int or a tuple of ints, got %s" % (name, type(dim).__name__))
     return operator.index(cast(int, dim))
