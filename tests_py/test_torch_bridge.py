@@ -444,3 +444,26 @@ def test_expanded_zero_size_and_0d_inputs():
     assert g.shape == (0, 3)
     s = torch.tensor(1.5, dtype=F64, requires_grad=True)
     _same(_grads(lambda u: plt.clamp(u, 0.0, 1.0), _leaves(s)), _grads(lambda u: torch.clamp(u, 0.0, 1.0), _leaves(s)))
+
+
+def test_threads():
+    import threading
+
+    a = _rand(64, 8, seed=32)
+    b = _rand(8, seed=33)
+    want = _grads(plt.minimum, _leaves(a.requires_grad_(), b.requires_grad_()))
+    errors = []
+
+    def work():
+        try:
+            for _ in range(30):
+                _same(_grads(plt.minimum, _leaves(a, b)), want)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
