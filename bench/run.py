@@ -290,6 +290,33 @@ def main() -> int:
         t_pl, t_np, t_th = t["pl"], t["np"], t.get("th")
         row("%d elems fwd+bwd+grads (per call)" % size, t_pl, t_np, "<= 8 us", t_th, "%.2f us" % (t_pl * 1e6))
 
+    # 6b. the PyTorch bridge: pylucid.torch.minimum inside torch's autograd
+    # (forward and backward by pylucid's kernels on torch's memory) against
+    # torch.minimum, forward + backward with both gradients, in the same run.
+    if torch is not None:
+        import pylucid.torch as pltorch
+
+        def bridge_step(ta: "torch.Tensor", tb: "torch.Tensor", fn: Callable[..., "torch.Tensor"]) -> None:
+            ta.grad = None
+            tb.grad = None
+            fn(ta, tb).sum().backward()
+
+        xa = torch.from_numpy(a).clone().requires_grad_()
+        xb = torch.from_numpy(b).clone().requires_grad_()
+        t = per_call({"br": lambda: bridge_step(xa, xb, pltorch.minimum),
+                      "th": lambda: bridge_step(xa, xb, torch.minimum)}, 1, rounds=reps)
+        t_np = median_time(lambda: np_fwd_bwd(a, b), max(3, reps // 3))
+        row("torch bridge minimum fwd+bwd 2^24 f32", t["br"], t_np, "<= 0.5x torch.minimum fwd+bwd", t["th"])
+        x = rng.standard_normal(1000).astype(np.float32)
+        y = rng.standard_normal(1000).astype(np.float32)
+        qx = torch.from_numpy(x).requires_grad_()
+        qy = torch.from_numpy(y).requires_grad_()
+        t = per_call({"br": lambda: bridge_step(qx, qy, pltorch.minimum),
+                      "th": lambda: bridge_step(qx, qy, torch.minimum),
+                      "np": lambda: np_fwd_bwd(x, y)}, 500 if args.quick else 2000)
+        row("torch bridge minimum fwd+bwd 1000 (per call)", t["br"], t["np"], "<= 2x torch.minimum fwd+bwd",
+            t["th"], "%.1f us vs torch %.1f us" % (t["br"] * 1e6, t["th"] * 1e6))
+
     # 7. float16 / bfloat16 2^24 forward + backward vs float32
     t32 = median_time(lambda: pl_fwd_bwd(a, b), reps)
     halves = [("float16", np.float16, pylucid.float16)]

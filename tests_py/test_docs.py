@@ -16,6 +16,12 @@ try:  # the JAX bridge, where JAX is installed
 except ImportError:
     pass
 PUBLIC_DUNDERS = {"__dlpack__", "__dlpack_device__", "__call__"}
+try:  # the framework bridges, where their framework is installed
+    import pylucid.torch
+
+    MODULES["pylucid.torch"] = pylucid.torch
+except ImportError:
+    pass
 
 
 def _public_objects():

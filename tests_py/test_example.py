@@ -25,3 +25,32 @@ def test_fit_with_other_seed_and_noise():
     fitted = ex.fit(steps=1500, seed=7, noise=0.2, verbose=False)
     for name, true in ex.TRUE.items():
         assert abs(fitted[name] - true) < 0.1, (name, fitted[name], true)
+
+
+TORCH_EXAMPLE = EXAMPLE.parent / "torch_train.py"
+
+
+def test_torch_example_trains_and_matches_torch_off_ties():
+    import pytest
+
+    pytest.importorskip("torch")
+    spec = importlib.util.spec_from_file_location("torch_train", TORCH_EXAMPLE)
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    ours = ex.train(steps=60, verbose=False)
+    assert ours["losses"][-1] < 0.5 * ours["losses"][0] and ours["accuracy"] > 0.9, ours
+    # tie-free float data: the same losses as with torch.amax / torch.clamp
+    assert ours["losses"] == ex.train(steps=60, verbose=False, reference=True)["losses"]
+    assert "splits it evenly" in ex.TIES and "first tied" in ex.TIES
+
+
+def test_torch_example_main_prints_loss_and_the_tie_rule(capsys):
+    import pytest
+
+    pytest.importorskip("torch")
+    spec = importlib.util.spec_from_file_location("torch_train", TORCH_EXAMPLE)
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    assert ex.main(["--steps", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "step    0  hinge loss" in out and "final hinge loss" in out and ex.TIES in out

@@ -104,7 +104,7 @@ def flush_released() -> None:
 
 def drain() -> None:
     """Forgets buffers and functions the native library no longer uses."""
-    done: list[Releaser] = []
+    done: list[Any] = []
     with _drain_lock:
         for queue, table in ((lib.LUCID_QUEUE_BUFFERS, _borrowed), (lib.LUCID_QUEUE_FUNCTIONS, functions)):
             while True:
@@ -114,12 +114,17 @@ def drain() -> None:
                 n = _drain_count[0]
                 for i in range(n):
                     obj = table.pop(_drain_buf[i], None)
-                    if type(obj) is Releaser:
+                    if obj is not None:
                         done.append(obj)
                 if n < 256:
                     break
-    for r in done:  # outside the lock: a producer's deleter may run arbitrary code
-        r.release()
+        obj = None
+    # Outside the lock: a producer's deleter may run arbitrary code (a
+    # Releaser's callback, or the destructor of the owner _hot.dlpack_borrow
+    # made, as the last reference goes with `done`).
+    for r in done:
+        if type(r) is Releaser:
+            r.release()
 
 
 def _lend(data: int, code: int, itemsize: int, shape: Sequence[int], strides: Sequence[int], readonly: bool,

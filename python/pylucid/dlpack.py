@@ -22,6 +22,7 @@ Only CPU memory is exchanged; other devices raise ``BufferError``.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Optional, Tuple, Union
 
 import numpy as np
@@ -29,7 +30,7 @@ import numpy as np
 from . import _lib
 from ._lib import ffi, lib, raise_status
 from .dtypes import ALL, bfloat16, bool_, dtype, float16, float32, float64, int8, int16, int32, int64, uint8
-from ._runtime import Releaser, _hot
+from ._runtime import Releaser, _borrowed, _hot, _tokens
 from .tensor import Tensor, _copy, borrow, from_numpy
 from .tensor import late as _tensor_late
 
@@ -124,6 +125,24 @@ def to_dlpack(t: Tensor, *, stream: Any = None, max_version: Optional[Tuple[int,
     return hot.dlpack_capsule(ptr, versioned)  # deletes the managed tensor itself on failure
 
 
+_export_tls = threading.local()
+
+
+def _export_versioned(t: Tensor) -> Any:
+    """``to_dlpack(t, max_version=DLPACK_VERSION)`` for a bridge's own
+    results (CPU, not requiring grad, C extension loaded): the export
+    without the argument checks."""
+    if _hot is None:
+        return to_dlpack(t, max_version=DLPACK_VERSION)
+    try:
+        out = _export_tls.out
+    except AttributeError:
+        out = _export_tls.out = ffi.new("void **")
+    if lib.lucid_dlpack_export(t._h, 1, 0, out):
+        raise BufferError(_lib.error_message())
+    return _hot.dlpack_capsule(int(ffi.cast("uintptr_t", out[0])), True)
+
+
 # ---- import ----
 
 
@@ -171,8 +190,24 @@ def _borrow(dl: Any, readonly: bool, owner: Releaser) -> Tensor:
     return borrow(data, dt, shape, strides, readonly, owner)
 
 
+# DLPack (code << 8 | bits) -> pylucid dtype code, for _hot.dlpack_borrow.
+_DL_CODES = {c << 8 | b: d.code for (c, b), d in _FROM_DL.items()}
+
+
 def _consume(capsule: Any) -> Tensor:
     """Takes ownership of a DLPack capsule and wraps its memory."""
+    if _hot is not None:
+        # The common case in one C call: a CPU tensor of a supported dtype.
+        # It returns None, the capsule untouched, for anything else: the
+        # path below takes it and raises the errors.
+        token = next(_tokens)
+        taken = _hot.dlpack_borrow(capsule, token, _DL_CODES)
+        if taken is not None:
+            t, owner = taken
+            # The token comes back only after t is released: the owner is
+            # in place before drain could look for it.
+            _borrowed[token] = owner
+            return t  # type: ignore[no-any-return]
     # Checks the name ("dltensor[_versioned]"), takes the pointer and renames
     # the capsule "used_..." (raises TypeError / BufferError otherwise).
     ptr, versioned = _need_hot("import").dlpack_take(capsule)

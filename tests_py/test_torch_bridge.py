@@ -1,0 +1,469 @@
+"""pylucid.torch: the min/max family as torch.autograd Functions running
+pylucid's kernels on the torch tensors' memory (docs/interop.md).
+
+On tie-free, NaN-free data values and gradients equal torch's own ops; at
+ties and NaN pylucid's rule holds (docs/semantics.md) where torch splits;
+gradcheck and gradgradcheck pass; nothing is copied either way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import pylucid  # noqa: E402
+import pylucid.torch as pt  # noqa: E402
+
+F64 = torch.float64
+DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+
+
+def _rand(*shape, dtype=F64, seed=0, requires_grad=False):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g, dtype=F64).to(dtype).requires_grad_(requires_grad)
+
+
+def _leaves(*ts):
+    return [t.detach().clone().requires_grad_(t.requires_grad) for t in ts]
+
+
+def _grads(fn, inputs, seed=1):
+    """fn(*inputs) and the gradients of <fn(*inputs), w> for a random w."""
+    y = fn(*inputs)
+    w = _rand(*y.shape, seed=seed).to(y.dtype)
+    diff = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
+    gs = torch.autograd.grad((y * w).sum(), diff)
+    return y, gs
+
+
+def _same(ours, theirs):
+    y, gs = ours
+    ty, tgs = theirs
+    assert y.dtype == ty.dtype and y.shape == ty.shape
+    assert torch.equal(y, ty), (y, ty)
+    for g, tg in zip(gs, tgs):
+        assert g.dtype == tg.dtype and g.shape == tg.shape
+        if g.numel() == y.numel() or g.numel() == 1 and y.numel() <= 1:
+            assert torch.equal(g, tg), (g, tg)  # each element is one selected gradient: exact
+        else:
+            torch.testing.assert_close(g, tg)  # summed over broadcast dims, perhaps in another order
+
+
+# ---- values and gradients equal torch's on tie-free data ----
+
+BINARY = [(pt.minimum, torch.minimum), (pt.maximum, torch.maximum), (pt.fmin, torch.fmin),
+          (pt.fmax, torch.fmax)]
+SHAPES = [((5,), (5,)), ((3, 4), (4,)), ((3, 1), (1, 4)), ((), (2, 3)), ((2, 3), ())]
+
+
+@pytest.mark.parametrize("ours,theirs", BINARY, ids=lambda f: getattr(f, "__name__", "?"))
+@pytest.mark.parametrize("sa,sb", SHAPES)
+def test_binary_equals_torch_off_ties(ours, theirs, sa, sb):
+    a = _rand(*sa, seed=2, requires_grad=True)
+    b = _rand(*sb, seed=3, requires_grad=True)
+    _same(_grads(ours, _leaves(a, b)), _grads(theirs, _leaves(a, b)))
+
+
+CLAMPS = [
+    dict(min=-0.5, max=0.5),
+    dict(min=-0.5),
+    dict(max=0.25),
+    dict(min=0.5, max=-0.5),  # min > max: every element is max
+    dict(min="t", max="t"),
+    dict(min="t"),
+    dict(min=-0.3, max="t"),
+]
+
+
+@pytest.mark.parametrize("kw", CLAMPS, ids=str)
+def test_clamp_equals_torch_off_ties(kw):
+    x = _rand(4, 5, seed=4, requires_grad=True)
+    bounds = {}
+    for i, (k, v) in enumerate(kw.items()):
+        bounds[k] = (_rand(5, seed=10 + i, requires_grad=True) - (0.5 if k == "min" else -0.5)) if v == "t" else v
+    names = [k for k, v in bounds.items() if isinstance(v, torch.Tensor)]
+
+    def run(fn):
+        ins = _leaves(x, *[bounds[k] for k in names])
+        kws = dict(bounds)
+        kws.update(zip(names, ins[1:]))
+        if fn is torch.clamp and names:  # torch's clamp takes two numbers or two tensors
+            kws = {k: v if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=F64) for k, v in kws.items()}
+        return _grads(lambda *_: fn(ins[0], **kws), ins)
+
+    _same(run(pt.clamp), run(torch.clamp))
+
+
+DIMS = [(), [], None, 0, 1, -1, (0, 2), (2, -3), [1]]
+
+
+@pytest.mark.parametrize("ours,theirs", [(pt.amin, torch.amin), (pt.amax, torch.amax)],
+                         ids=["amin", "amax"])
+@pytest.mark.parametrize("dim", DIMS, ids=str)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_reductions_equal_torch_off_ties(ours, theirs, dim, keepdim):
+    x = _rand(3, 4, 5, seed=5, requires_grad=True)
+    _same(_grads(lambda t: ours(t, dim, keepdim), _leaves(x)),
+          _grads(lambda t: theirs(t, dim, keepdim), _leaves(x)))
+
+
+def test_reduction_defaults_are_torchs():
+    x = _rand(3, 4, seed=6)
+    assert torch.equal(pt.amax(x), torch.amax(x)) and pt.amax(x).shape == ()
+    assert pt.amin(x, keepdim=True).shape == torch.amin(x, keepdim=True).shape == (1, 1)
+    assert torch.equal(pt.amax(x, dim=1), torch.amax(x, dim=1))
+    s = torch.tensor(2.5, dtype=F64)
+    assert torch.equal(pt.amax(s, 0), torch.amax(s, 0))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_dtypes(dtype):
+    a = _rand(6, 7, dtype=dtype, seed=7, requires_grad=True)
+    b = _rand(7, dtype=dtype, seed=8, requires_grad=True)
+    _same(_grads(pt.minimum, _leaves(a, b)), _grads(torch.minimum, _leaves(a, b)))
+    _same(_grads(lambda t: pt.clamp(t, -0.5, 0.5), _leaves(a)), _grads(lambda t: torch.clamp(t, -0.5, 0.5), _leaves(a)))
+    _same(_grads(lambda t: pt.amax(t, 1), _leaves(a)), _grads(lambda t: torch.amax(t, 1), _leaves(a)))
+    y = pt.fmax(a, b)
+    assert y.dtype == dtype and y.grad_fn.name() == "FmaxBackward"
+
+
+def test_mixed_dtypes_promote_and_grads_keep_input_dtypes():
+    a = _rand(4, dtype=torch.float32, seed=9, requires_grad=True)
+    b = _rand(4, dtype=F64, seed=10, requires_grad=True)
+    i = torch.tensor([0, 1, -1, 2])
+    _same(_grads(pt.minimum, _leaves(a, b)), _grads(torch.minimum, _leaves(a, b)))
+    y, (ga,) = _grads(pt.maximum, [a, i])
+    ty, (tga,) = _grads(torch.maximum, [a, i])
+    assert torch.equal(y, ty) and torch.equal(ga, tga)
+
+
+def test_integer_and_bool_forward():
+    a, b = torch.tensor([3, -1, 7], dtype=torch.int32), torch.tensor([2, 5, 7], dtype=torch.int32)
+    for ours, theirs in BINARY[:2]:
+        assert torch.equal(ours(a, b), theirs(a, b))
+    assert torch.equal(pt.clamp(a, 0, 4), torch.clamp(a, 0, 4))
+    assert torch.equal(pt.amax(a), torch.amax(a))
+    t, f = torch.tensor([True, False]), torch.tensor([False, False])
+    assert torch.equal(pt.maximum(t, f), torch.maximum(t, f))
+
+
+# ---- pylucid's rule where torch splits ----
+
+
+def test_ties_go_whole_to_the_first_operand():
+    a = torch.tensor([1.0, 2.0, -0.0, 3.0], requires_grad=True)
+    b = torch.tensor([1.0, 1.0, 0.0, 3.0], requires_grad=True)
+    for ours, theirs in BINARY:
+        ga, gb = torch.autograd.grad(ours(a, b).sum(), (a, b))
+        ta, tb = torch.autograd.grad(theirs(a, b).sum(), (a, b))
+        tie = torch.tensor([True, False, True, True])
+        assert torch.equal(ga[tie], torch.ones(3)) and torch.equal(gb[tie], torch.zeros(3))
+        assert torch.equal(ta[tie], torch.full((3,), 0.5))  # torch halves it
+        assert torch.equal(ga + gb, torch.ones(4))
+    y = pt.minimum(a, b)
+    assert str(y[2].item()) == "-0.0"  # the winner's bits: a's -0.0
+
+
+def test_amax_at_ties_all_to_the_first_position():
+    x = torch.tensor([[1.0, 3.0, 3.0, 0.0, 3.0], [2.0, 2.0, 1.0, 0.0, -1.0]], requires_grad=True)
+    (g,) = torch.autograd.grad(pt.amax(x, 1).sum(), x)
+    (tg,) = torch.autograd.grad(torch.amax(x, 1).sum(), x)
+    assert g.tolist() == [[0, 1, 0, 0, 0], [1, 0, 0, 0, 0]]
+    assert torch.allclose(tg, torch.tensor([[0, 1 / 3, 1 / 3, 0, 1 / 3], [0.5, 0.5, 0, 0, 0]]))
+    (g,) = torch.autograd.grad(pt.amin(x).sum(), x)
+    assert g.tolist() == [[0, 0, 0, 0, 0], [0, 0, 0, 0, 1]]
+    (g,) = torch.autograd.grad(pt.amax(x, (0, 1)), x)
+    assert g.sum().item() == 1 and g[0, 1].item() == 1
+
+
+def test_clamp_at_the_bound_goes_to_the_input_and_min_over_max_is_max():
+    x = torch.tensor([0.0, 1.0, 2.0], requires_grad=True)
+    lo = torch.tensor([0.0, 0.0, 0.0], requires_grad=True)
+    gx, glo = torch.autograd.grad(pt.clamp(x, lo, 1.0).sum(), (x, lo))
+    assert gx.tolist() == [1, 1, 0] and glo.tolist() == [0, 0, 0]
+    assert pt.clamp(x, 2.0, 1.0).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_nan_rules():
+    nan = float("nan")
+    a = torch.tensor([nan, 1.0, nan], requires_grad=True)
+    b = torch.tensor([0.0, nan, nan], requires_grad=True)
+    y = pt.minimum(a, b)
+    assert torch.isnan(y).all()
+    ga, gb = torch.autograd.grad(y.sum(), (a, b))
+    assert ga.tolist() == [1, 0, 1] and gb.tolist() == [0, 1, 0]  # to the NaN's operand; torch: both
+    y = pt.fmin(a, b)
+    assert y[:2].tolist() == [0.0, 1.0] and torch.isnan(y[2])
+    ga, gb = torch.autograd.grad(y.sum(), (a, b))
+    assert ga.tolist() == [0, 1, 1] and gb.tolist() == [1, 0, 0]
+    x = torch.tensor([1.0, nan, 5.0, nan], requires_grad=True)
+    assert torch.isnan(pt.amax(x))
+    (g,) = torch.autograd.grad(pt.amax(x), x)
+    assert g.tolist() == [0, 1, 0, 0]  # the first NaN
+    assert torch.isnan(pt.clamp(x, 0.0, 2.0)[1])
+
+
+# ---- gradcheck, gradgradcheck ----
+
+CHECKS = [
+    ("minimum", lambda a, b: pt.minimum(a, b)),
+    ("maximum", lambda a, b: pt.maximum(a, b)),
+    ("fmin", lambda a, b: pt.fmin(a, b)),
+    ("fmax", lambda a, b: pt.fmax(a, b)),
+    ("clamp tensors", lambda a, b: pt.clamp(a, b - 0.3, b + 0.3)),
+    ("clamp min", lambda a, b: pt.clamp(a, min=b)),
+    ("clamp scalars", lambda a, b: pt.clamp(a * b, -0.4, 0.4)),
+    ("amin", lambda a, b: pt.amin(a * b, 0)),
+    ("amax", lambda a, b: pt.amax(a + b, (0, 1), keepdim=True)),
+    ("amax all", lambda a, b: pt.amax(a - b)),
+]
+
+
+@pytest.mark.parametrize("fn", [f for _, f in CHECKS], ids=[n for n, _ in CHECKS])
+def test_gradcheck_and_gradgradcheck(fn):
+    a = _rand(3, 4, seed=11, requires_grad=True)
+    b = _rand(4, seed=12, requires_grad=True)
+    assert torch.autograd.gradcheck(fn, (a, b))
+    assert torch.autograd.gradgradcheck(fn, (a, b))
+
+
+def test_third_order_runs_and_second_derivatives_are_zero():
+    a = _rand(5, seed=13, requires_grad=True)
+    b = _rand(5, seed=14, requires_grad=True)
+    y = pt.minimum(a, b)
+    g = torch.ones_like(y, requires_grad=True)
+    (ga,) = torch.autograd.grad(y, a, g, create_graph=True)
+    assert ga.grad_fn is not None
+    (gg,) = torch.autograd.grad((ga * ga).sum(), g, create_graph=True)
+    assert torch.equal(gg, 2 * ga)  # ga = mask * g: d/dg sum(ga^2) = 2 mask^2 g
+    (ggg,) = torch.autograd.grad(gg.sum(), g, retain_graph=True)
+    assert torch.equal(ggg, 2 * (a <= b).to(F64))
+    # no gradient from a gradient back to the inputs: the masks are constants
+    (da,) = torch.autograd.grad((ga * 3).sum(), a, allow_unused=True)
+    assert da is None or torch.equal(da, torch.zeros(5, dtype=F64))
+
+
+# ---- training ----
+
+
+def test_twenty_sgd_steps_equal_torch_minimum():
+    x = _rand(32, 6, seed=15)
+    target = _rand(32, seed=16)
+
+    def train(minimum):
+        torch.manual_seed(0)
+        w = torch.nn.Parameter(_rand(6, seed=17))
+        cap = torch.nn.Parameter(_rand(6, seed=18) + 1)
+        opt = torch.optim.SGD([w, cap], lr=0.05, momentum=0.5)
+        for _ in range(20):
+            opt.zero_grad()
+            h = minimum(x * w, cap)  # (32, 6) against (6,): broadcast
+            loss = ((h.sum(1) - target) ** 2).mean()
+            loss.backward()
+            opt.step()
+        return w.detach(), cap.detach()
+
+    w, cap = train(pt.minimum)
+    tw, tcap = train(torch.minimum)
+    assert torch.equal(w, tw) and torch.equal(cap, tcap)
+
+
+# ---- memory: shared, never copied ----
+
+
+def _address(p):
+    return p._array_interface()["data"][0]
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    seen = {"in": [], "out": []}
+    real_in, real_out = pt._from_torch, pt._to_torch
+
+    def from_torch(t):
+        p = real_in(t)
+        seen["in"].append((t.data_ptr(), _address(p), t.shape, p.shape))
+        return p
+
+    def to_torch(p):
+        t = real_out(p)
+        seen["out"].append((_address(p), t.data_ptr(), p.shape, t.shape))
+        return t
+
+    monkeypatch.setattr(plt, "_from_torch", from_torch)
+    monkeypatch.setattr(plt, "_to_torch", to_torch)
+    return seen
+
+
+def _span(t):
+    lo = t.data_ptr()
+    return lo, lo + max(1, t.untyped_storage().nbytes())
+
+
+def test_nothing_is_copied_either_way(spy):
+    base = _rand(6, 8, seed=19)
+    a = base[:, ::2].requires_grad_()  # non-contiguous: shares base's memory
+    b = _rand(4, 6, seed=20).t().requires_grad_()  # transposed
+    assert not a.is_contiguous() and not b.is_contiguous()
+    y = pt.minimum(a, b)
+    assert torch.equal(y, torch.minimum(a, b))
+    fwd_in = spy["in"][:]
+    assert [(pt, pp) for pt, pp, _, _ in fwd_in] == [(a.data_ptr(), a.data_ptr()), (b.data_ptr(), b.data_ptr())]
+    ((pl_y, th_y, _, _),) = spy["out"]
+    assert pl_y == th_y == y.data_ptr()
+    # the output's memory is its own
+    ys = _span(y)
+    for x in (a, b):
+        xs = _span(x)
+        assert ys[1] <= xs[0] or xs[1] <= ys[0]
+    # the saved tensors are the inputs themselves
+    saved = y.grad_fn.saved_tensors
+    assert [s.data_ptr() for s in saved] == [a.data_ptr(), b.data_ptr()]
+    spy["in"].clear()
+    spy["out"].clear()
+    g = _rand(4, 6, seed=21).t()  # non-contiguous too
+    ga, gb = torch.autograd.grad(y, (a, b), g)
+    # g as it is (the inputs are read through the forward's views, checked above)
+    assert [(pt, pp) for pt, pp, _, _ in spy["in"]] == [(g.data_ptr(), g.data_ptr())]
+    assert sorted(th for _, th, _, _ in spy["out"]) == sorted([ga.data_ptr(), gb.data_ptr()])
+    assert all(pl == th for pl, th, _, _ in spy["out"])
+    wa = (a <= b).to(F64)
+    assert torch.equal(ga, g * wa) and torch.equal(gb, g * (1 - wa))
+    # double backward: the gradient's own Function imports the saved inputs again, unchanged
+    spy["in"].clear()
+    ga2, gb2 = torch.autograd.grad(pt.minimum(a, b), (a, b), g, create_graph=True)
+    assert torch.equal(ga2, ga) and torch.equal(gb2, gb)
+    assert all(pt == pp for pt, pp, _, _ in spy["in"])
+    assert {pt for pt, _, _, _ in spy["in"]} >= {a.data_ptr(), b.data_ptr(), g.data_ptr()}
+
+
+def test_saved_inputs_modified_in_place_are_caught():
+    a = _rand(4, seed=22, requires_grad=True)
+    b = _rand(4, seed=23)
+    c = a * 1
+    y = pt.minimum(c, b)
+    c.add_(1)  # the saved input changed: torch's version check sees it
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_memory_is_released():
+    a = _rand(1000, seed=24, requires_grad=True)
+    b = _rand(1000, seed=25, requires_grad=True)
+    for _ in range(3):
+        pt.minimum(a, b).sum().backward()
+    pylucid._collect()
+    before = pylucid._stats()
+    for _ in range(50):
+        pt.amax(pt.clamp(pt.minimum(a, b), -1.0, 1.0), 0).backward()
+    del _
+    pylucid._collect()
+    after = pylucid._stats()
+    assert after["borrowed"] <= before["borrowed"] and after["dlpack"] <= before["dlpack"]
+    assert after["handles"] <= before["handles"] + 2
+
+
+# ---- errors ----
+
+
+def test_non_cpu_tensors_are_refused():
+    m = torch.empty(3, device="meta")
+    c = torch.zeros(3)
+    for fn in (lambda: pt.minimum(m, c), lambda: pt.minimum(c, m), lambda: pt.amax(m),
+               lambda: pt.clamp(c, min=m)):
+        with pytest.raises(RuntimeError, match="device 'meta'.*CPU tensors only"):
+            fn()
+
+
+def test_unsupported_dtypes_are_refused():
+    z = torch.zeros(3, dtype=torch.complex64)
+    with pytest.raises(TypeError, match="complex64"):
+        pt.minimum(z, z)
+    with pytest.raises(TypeError, match="uint16"):
+        pt.amax(torch.zeros(3, dtype=torch.uint16))
+
+
+def test_integer_inputs_cannot_require_grad():
+    # torch itself refuses integer tensors that require grad ...
+    with pytest.raises(RuntimeError, match="floating point"):
+        torch.tensor([1, 2]).requires_grad_()
+    # ... so the bridge's own check is seen only through a tensor that claims it does
+    class Claims(torch.Tensor):
+        requires_grad = property(lambda self: True)  # type: ignore[assignment]
+
+    i = torch.tensor([1, 2]).as_subclass(Claims)
+    with pytest.raises(TypeError, match="int64 requires grad; only floating"):
+        pt.minimum(i, torch.tensor([0, 3]))
+    # ... and an integer input next to a floating one gets no gradient
+    a = torch.tensor([1.0, 5.0], requires_grad=True)
+    (g,) = torch.autograd.grad(pt.minimum(torch.tensor([3, 3]), a).sum(), a)
+    assert g.tolist() == [1.0, 0.0]
+
+
+def test_bad_arguments():
+    x = torch.zeros(3)
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        pt.minimum(x, np.zeros(3))
+    with pytest.raises(ValueError, match="min and max"):
+        pt.clamp(x)
+    with pytest.raises(TypeError, match="min must be"):
+        pt.clamp(x, min="0")
+    with pytest.raises(TypeError, match="dim"):
+        pt.amax(x, dim=1.0)
+    with pytest.raises((IndexError, ValueError)):
+        pt.amax(x, dim=3)
+    with pytest.raises(ValueError):
+        pt.amin(torch.zeros(0, 3), 0)
+
+
+def test_function_names():
+    a = torch.zeros(2, requires_grad=True)
+    names = {f.__name__: f(a, a).grad_fn.name() for f in (pt.minimum, pt.maximum, pt.fmin, pt.fmax)}
+    assert names == {"minimum": "MinimumBackward", "maximum": "MaximumBackward", "fmin": "FminBackward",
+                     "fmax": "FmaxBackward"}
+    assert pt.clamp(a, 0.0).grad_fn.name() == "ClampBackward"
+    assert pt.amin(a).grad_fn.name() == "AminBackward" and pt.amax(a).grad_fn.name() == "AmaxBackward"
+
+
+def test_a_large_tensor_equals_torch():
+    a = _rand(1 << 15, seed=28, requires_grad=True)
+    b = _rand(1 << 15, seed=29, requires_grad=True)
+    _same(_grads(pt.minimum, _leaves(a, b)), _grads(torch.minimum, _leaves(a, b)))
+
+
+def test_expanded_zero_size_and_0d_inputs():
+    base = _rand(4, 1, seed=30, requires_grad=True)
+    b = _rand(4, 5, seed=31, requires_grad=True)
+    _same(_grads(lambda u, v: pt.maximum(u.expand(4, 5), v), _leaves(base, b)),
+          _grads(lambda u, v: torch.maximum(u.expand(4, 5), v), _leaves(base, b)))  # stride-0 input
+    e = torch.zeros(0, 3, requires_grad=True)
+    y = pt.minimum(e, torch.zeros(3))
+    assert y.shape == (0, 3)
+    (g,) = torch.autograd.grad(y.sum(), e)
+    assert g.shape == (0, 3)
+    s = torch.tensor(1.5, dtype=F64, requires_grad=True)
+    _same(_grads(lambda u: pt.clamp(u, 0.0, 1.0), _leaves(s)), _grads(lambda u: torch.clamp(u, 0.0, 1.0), _leaves(s)))
+
+
+def test_threads():
+    import threading
+
+    a = _rand(64, 8, seed=32)
+    b = _rand(8, seed=33)
+    want = _grads(pt.minimum, _leaves(a.requires_grad_(), b.requires_grad_()))
+    errors = []
+
+    def work():
+        try:
+            for _ in range(30):
+                _same(_grads(pt.minimum, _leaves(a, b)), want)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
