@@ -291,8 +291,8 @@ def spy(monkeypatch):
         seen["out"].append((_address(p), t.data_ptr(), p.shape, t.shape))
         return t
 
-    monkeypatch.setattr(plt, "_from_torch", from_torch)
-    monkeypatch.setattr(plt, "_to_torch", to_torch)
+    monkeypatch.setattr(pt, "_from_torch", from_torch)
+    monkeypatch.setattr(pt, "_to_torch", to_torch)
     return seen
 
 
