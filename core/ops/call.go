@@ -69,6 +69,13 @@ func callOut(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs []*te
 		}
 		return []*tensor.Tensor{t}, nil
 	}
+	if s.into != nil {
+		if len(in) != s.Arity {
+			return nil, errs.Valuef("%s takes %d inputs, got %d", s.Name, s.Arity, len(in))
+		}
+		res, _, err := s.into(c, s, in, attrs, outs[0])
+		return res, err
+	}
 	// Everything else computes fresh results, checks them against out and
 	// copies them in: out is touched only once the op has succeeded.
 	res, err := CallN(c.NoGrad(), s.ID, in, attrs, nil)

@@ -61,7 +61,7 @@ var clampSelectOp = define(&spec{
 })
 
 func init() {
-	clampOp.forward, clampOp.jvp = clampForward, clampJVP
+	clampOp.forward, clampOp.into, clampOp.jvp = clampForward, clampInto, clampJVP
 	clampRouteOp.vjp = clampRouteVJP
 	clampSelectOp.vjp = clampSelectVJP
 }
@@ -140,6 +140,13 @@ func boundFill(dt dtype.Dtype, upper bool) (*tensor.Tensor, error) {
 }
 
 func clampForward(c *Context, s *spec, in []*tensor.Tensor, attrs []int64) ([]*tensor.Tensor, any, error) {
+	return clampInto(c, s, in, attrs, nil)
+}
+
+// clampInto is clampForward writing into out (nil: a fresh tensor), whose
+// shape and dtype must be the result's: the kernel reads element i of every
+// operand before writing element i, so out may be x itself.
+func clampInto(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, out *tensor.Tensor) ([]*tensor.Tensor, any, error) {
 	c = ctxOr(c)
 	if len(in) != 3 || len(attrs) != 0 {
 		return nil, nil, errs.Valuef("clamp takes x, min, max (nil when absent) and no attributes")
@@ -156,8 +163,11 @@ func clampForward(c *Context, s *spec, in []*tensor.Tensor, attrs []int64) ([]*t
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := tensor.Empty(rd, shape)
-	if err != nil {
+	if out == nil {
+		if out, err = tensor.Empty(rd, shape); err != nil {
+			return nil, nil, err
+		}
+	} else if err := checkOutMatches(s, out, shape, rd); err != nil {
 		return nil, nil, err
 	}
 	if err := c.Backend.Clamp(out, views[0], views[1], views[2]); err != nil {

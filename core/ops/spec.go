@@ -101,6 +101,9 @@ type spec struct {
 	// selecting reductions): the outputs, and aux, what its jvp needs
 	// beyond inputs and outputs (the winners' positions).
 	forward func(c *Context, s *spec, in []*tensor.Tensor, attrs []int64) (out []*tensor.Tensor, aux any, err error)
+	// into, when not nil, is forward writing its one output into a given
+	// tensor (out=) instead of a fresh one.
+	into func(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, out *tensor.Tensor) ([]*tensor.Tensor, any, error)
 	// rule is the selection rule of the min/max family's members.
 	rule  backend.Rule
 	saves Saves

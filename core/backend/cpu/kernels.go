@@ -590,6 +590,10 @@ func castKernel(od, id dtype.Dtype) segFunc {
 }
 
 func copyBits[B rawBits](s seg) {
+	if sz := int(unsafe.Sizeof(*new(B))); s.contiguous(2, sz) {
+		copy(unsafe.Slice((*byte)(s.p[0]), s.n*sz), unsafe.Slice((*byte)(s.p[1]), s.n*sz))
+		return
+	}
 	for i := 0; i < s.n; i++ {
 		*(*B)(s.at(0, i)) = *(*B)(s.at(1, i))
 	}
