@@ -54,6 +54,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/tensor"
 )
 
@@ -391,4 +392,31 @@ func ReducedDims(out, a *tensor.Tensor) []bool {
 		red[i] = out.Dim(i) == 1 && a.Dim(i) != 1
 	}
 	return red
+}
+
+// CheckArgReduce returns an error unless ArgReduce's operands fit its
+// contract: a valid rule, idx an int64 keepdim reduction of a, vals (unless
+// nil) of idx's shape and a's dtype, and no empty slice.
+func CheckArgReduce(r Rule, vals, idx, a *tensor.Tensor) error {
+	if err := CheckRule(r); err != nil {
+		return err
+	}
+	if err := CheckSumShape(idx, a); err != nil {
+		return err
+	}
+	if idx.Dtype() != dtype.Int64 {
+		return fmt.Errorf("argreduce index output must be int64, got %v", idx.Dtype())
+	}
+	if vals != nil {
+		if err := CheckSameShape(idx, vals); err != nil {
+			return err
+		}
+		if err := CheckSameDtype(a, vals); err != nil {
+			return err
+		}
+	}
+	if idx.Numel() > 0 && a.Numel() == 0 {
+		return fmt.Errorf("argreduce over an empty slice")
+	}
+	return nil
 }

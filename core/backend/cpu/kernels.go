@@ -140,12 +140,13 @@ func bitsFor(dt dtype.Dtype) bitsFuncs {
 	return bitsFuncs{selectBits[uint64], routeBits[uint64]}
 }
 
-// maskedKernel builds the per-segment function of a selection kernel over
-// nops operands: fast, if not nil, may handle a prefix of each segment first
-// (a SIMD path, which finishes the segment when it handles its layout) and
-// returns how many elements it did; the rest gets a scratch mask from mf (a
-// at operand ia, b at ib) and k applies it.
-func maskedKernel(nops int, mf maskFunc, ia, ib int, fast func(seg) int, k func(m []bool, s seg)) segFunc {
+// scratchKernel builds the per-segment function of a kernel that needs a
+// scratch buffer per segment (a mask, a choice) over nops operands: fast,
+// if not nil, may handle a prefix of each segment first (a SIMD path, which
+// finishes the segment when it handles its layout) and returns how many
+// elements it did; the rest gets a buffer from pool (of *[maxSeg]E) that
+// fill writes and k applies.
+func scratchKernel[E bool | uint8](pool *sync.Pool, nops int, fast func(seg) int, fill, k func(buf []E, s seg)) segFunc {
 	return func(s seg) {
 		if fast != nil {
 			done := fast(s)
@@ -156,11 +157,17 @@ func maskedKernel(nops int, mf maskFunc, ia, ib int, fast func(seg) int, k func(
 				s = s.advance(done, nops)
 			}
 		}
-		buf := maskBufs.Get().(*[maxSeg]bool)
-		mf(buf[:s.n], s, ia, ib)
+		buf := pool.Get().(*[maxSeg]E)
+		fill(buf[:s.n], s)
 		k(buf[:s.n], s)
-		maskBufs.Put(buf)
+		pool.Put(buf)
 	}
+}
+
+// maskedKernel is a selection kernel: the scratch is the mask of a (operand
+// ia) winning over b (ib) by mf.
+func maskedKernel(nops int, mf maskFunc, ia, ib int, fast func(seg) int, k func(m []bool, s seg)) segFunc {
+	return scratchKernel(&maskBufs, nops, fast, func(m []bool, s seg) { mf(m, s, ia, ib) }, k)
 }
 
 // Selection kernels are built once per (rule, compared dtype, value dtype)

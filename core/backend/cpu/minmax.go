@@ -324,28 +324,11 @@ func (b *Backend) runUntil(done <-chan struct{}, work, n int, task func(i int)) 
 
 // checkArgReduce checks ArgReduce's operands.
 func checkArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
-	if err := backend.CheckRule(r); err != nil {
+	if err := backend.CheckArgReduce(r, vals, idx, a); err != nil {
 		return err
-	}
-	if err := backend.CheckSumShape(idx, a); err != nil {
-		return err
-	}
-	if idx.Dtype() != dtype.Int64 {
-		return fmt.Errorf("argreduce index output must be int64, got %v", idx.Dtype())
-	}
-	if vals != nil {
-		if err := backend.CheckSameShape(idx, vals); err != nil {
-			return err
-		}
-		if err := backend.CheckSameDtype(a, vals); err != nil {
-			return err
-		}
 	}
 	if !a.Dtype().Valid() || argKernels[r][a.Dtype()].run == nil {
 		return fmt.Errorf("unsupported dtype %v", a.Dtype())
-	}
-	if idx.Numel() > 0 && a.Numel() == 0 {
-		return fmt.Errorf("argreduce over an empty slice")
 	}
 	return nil
 }
@@ -795,26 +778,10 @@ func routeBits3[B rawBits](c []uint8, s seg) {
 
 var choiceBufs = sync.Pool{New: func() any { return new([maxSeg]uint8) }}
 
-// choiceKernel builds the per-segment function of a clamp kernel over nops
-// operands: fast, if not nil, may handle a prefix of each segment (see
-// maskedKernel); the rest gets a scratch choice from cf (x at operand ix)
-// and k applies it.
+// choiceKernel is a clamp kernel over nops operands: the scratch is cf's
+// choice (x at operand ix), as maskedKernel's is a mask.
 func choiceKernel(nops int, cf choiceFunc, ix int, fast func(seg) int, k func(c []uint8, s seg)) segFunc {
-	return func(s seg) {
-		if fast != nil {
-			done := fast(s)
-			if done == s.n {
-				return
-			}
-			if done > 0 {
-				s = s.advance(done, nops)
-			}
-		}
-		buf := choiceBufs.Get().(*[maxSeg]uint8)
-		cf(buf[:s.n], s, ix)
-		k(buf[:s.n], s)
-		choiceBufs.Put(buf)
-	}
+	return scratchKernel(&choiceBufs, nops, fast, func(c []uint8, s seg) { cf(c, s, ix) }, k)
 }
 
 var (

@@ -88,28 +88,8 @@ func (b Backend) ArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
 
 // ArgReduceUntil implements backend.InterruptibleArgReduce.
 func (Backend) ArgReduceUntil(r backend.Rule, vals, idx, a *tensor.Tensor, done <-chan struct{}) error {
-	if err := backend.CheckRule(r); err != nil {
+	if err := backend.CheckArgReduce(r, vals, idx, a); err != nil || idx.Numel() == 0 {
 		return err
-	}
-	if err := backend.CheckSumShape(idx, a); err != nil {
-		return err
-	}
-	if idx.Dtype() != dtype.Int64 {
-		return fmt.Errorf("argreduce index output must be int64, got %v", idx.Dtype())
-	}
-	if vals != nil {
-		if err := backend.CheckSameShape(idx, vals); err != nil {
-			return err
-		}
-		if err := backend.CheckSameDtype(a, vals); err != nil {
-			return err
-		}
-	}
-	if idx.Numel() == 0 {
-		return nil
-	}
-	if a.Numel() == 0 {
-		return fmt.Errorf("argreduce over an empty slice")
 	}
 	dt := a.Dtype()
 	win := make([]int, idx.Numel()) // the running winner's flat index in a
