@@ -251,6 +251,11 @@ def test_an_input_the_loss_ignores_gets_zeros_and_a_reused_one_accumulates(clien
     want = pl_grads(lambda a: ops.minimum(ops.maximum(a, 0.5), a).sum(), A)[0]
     (g,) = dask.compute(*pdk.grad(lambda a: pdk.minimum(pdk.maximum(a, 0.5), a).sum(), a))
     np.testing.assert_array_equal(g, want)
+    # an array not derived from the inputs is a constant, whatever Dask made it with
+    c = da.from_array(B, chunks=2) * 2
+    want = pl_grads(lambda a: ops.fmin(a, pylucid.from_numpy(B * 2)).sum(), A)[0]
+    (g,) = dask.compute(*pdk.grad(lambda a: pdk.fmin(a, c).sum(), a))
+    assert same_bits(g, want)
 
 
 def test_bad_input_raises_clear_errors_on_the_client(client) -> None:
