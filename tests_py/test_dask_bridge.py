@@ -83,6 +83,9 @@ def test_workers_are_spawned_processes_running_pylucid(client) -> None:
     assert dask.config.get("distributed.worker.multiprocessing-method") == "spawn"
     pids = client.run(os.getpid)
     assert len(pids) == 2 and os.getpid() not in pids.values()
+    if os.path.exists("/proc/self/cmdline"):  # a spawned process runs multiprocessing's spawn_main
+        cmdlines = client.run(lambda: open("/proc/self/cmdline", "rb").read())
+        assert all(b"spawn_main" in c for c in cmdlines.values()), cmdlines
     # pylucid works in the workers (a forked one would raise RuntimeError)
     x = da.from_array(np.arange(6.0), chunks=2)
     assert same_bits(pdk.minimum(x, 2.5).compute(), np.minimum(np.arange(6.0), 2.5))
