@@ -1,9 +1,12 @@
 """Benchmarks pylucid's minimum/maximum against NumPy (and PyTorch when it is
 importable), in one run, and prints medians and ratios; with JAX importable,
-also pylucid.jax's jitted value_and_grad against jnp.minimum's.
+also pylucid.jax's jitted value_and_grad against jnp.minimum's; with --dask
+(and dask.distributed importable), pylucid.dask's forward+backward on a
+LocalCluster of 2 worker processes against dask.array + NumPy's.
 
     python3 bench/run.py                 # full run, writes bench/results.png
     python3 bench/run.py --quick         # fewer repetitions
+    python3 bench/run.py --dask-only     # just the Dask section (--dask adds it to a full run)
 
 Ratios < 1 mean pylucid is faster. The NumPy reference for forward+backward
 is the composed computation a NumPy user would write: np.minimum, the masks
@@ -140,6 +143,92 @@ def torch_fwd_bwd(ta: "torch.Tensor", tb: "torch.Tensor") -> None:
     torch.minimum(ta, tb).sum().backward()
 
 
+def dask_section(reps: int) -> List[Dict[str, object]]:
+    """Forward+backward of sum(minimum(a, b)) over 2^26 float32 elements per
+    operand in 2^22-element chunks on a LocalCluster of 2 spawned worker
+    processes (1 thread each): pylucid.dask against the same with dask.array
+    + NumPy composed ops (np_fwd_bwd's computation), and against pylucid in
+    one process. Inputs are persisted on the workers first; each run
+    persists the loss and both gradients there (nothing comes back to the
+    client), so the times are the cluster's work. Where the time goes comes
+    from the scheduler's task stream of one run of each."""
+    import dask
+    import dask.array as da
+    from dask.distributed import Client, LocalCluster, wait
+
+    import pylucid.dask as pdk
+
+    n, chunk = 1 << 26, 1 << 22
+    with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}):
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                               memory_limit="4GiB")
+    client = Client(cluster)
+    rows: List[Dict[str, object]] = []
+    try:
+        rng = da.random.default_rng(0)
+        a = rng.standard_normal(n, chunks=chunk, dtype=np.float32).persist()
+        b = rng.standard_normal(n, chunks=chunk, dtype=np.float32).persist()
+        wait([a, b])
+
+        def pl_graphs() -> List[da.Array]:
+            ga, gb = pdk.grad(lambda x, y: pdk.minimum(x, y).sum(), a, b)
+            return [pdk.minimum(a, b).sum(), ga, gb]
+
+        def np_graphs() -> List[da.Array]:
+            y = da.minimum(a, b)
+            win = (a <= b) | da.isnan(a)
+            g = da.ones_like(y)
+            return [y.sum(), da.where(win, g, 0), da.where(win, 0, g)]
+
+        def on_cluster(graphs: Callable[[], List[da.Array]]) -> Callable[[], None]:
+            def go() -> None:
+                futures = client.persist(graphs())
+                wait(futures)
+                del futures
+
+            return go
+
+        def breakdown(graphs: Callable[[], List[da.Array]]) -> str:
+            from dask.distributed import get_task_stream
+
+            with get_task_stream(client) as ts:
+                t0 = time.perf_counter()
+                on_cluster(graphs)()
+                wall = time.perf_counter() - t0
+            compute: Dict[str, float] = {}
+            transfer = 0.0
+            for task in ts.data:
+                for ss in task["startstops"]:
+                    d = ss["stop"] - ss["start"]
+                    if ss["action"] == "compute":
+                        prefix = task["key"][0] if isinstance(task["key"], tuple) else task["key"]
+                        group = str(prefix).rsplit("-", 1)[0]
+                        compute[group] = compute.get(group, 0.0) + d
+                    elif ss["action"] == "transfer":
+                        transfer += d
+            busy = sum(compute.values())
+            top = sorted(compute.items(), key=lambda kv: -kv[1])[:4]
+            return ("wall %.0f ms x 2 workers: compute %.0f ms (%s), transfers %.0f ms, idle/scheduling %.0f ms"
+                    % (wall * 1e3, busy * 1e3, ", ".join("%s %.0f" % (k, v * 1e3) for k, v in top),
+                       transfer * 1e3, max(0.0, 2 * wall - busy - transfer) * 1e3))
+
+        r = max(3, reps // 3)
+        t_pl = median_time(on_cluster(pl_graphs), r, warmup=1)
+        t_np = median_time(on_cluster(np_graphs), r, warmup=1)
+        where_pl, where_np = breakdown(pl_graphs), breakdown(np_graphs)
+        A, B = a.compute(), b.compute()
+        t_one = median_time(lambda: pl_fwd_bwd(A, B), r, warmup=1)
+        rows.append({"case": "dask minimum fwd+bwd 2^26 f32, 2 workers", "pylucid_ms": t_pl * 1e3,
+                     "numpy_ms": t_np * 1e3, "ratio_numpy": t_pl / t_np,
+                     "target": "<= 0.8x dask.array+NumPy",
+                     "extra": "single-process pylucid %.0f ms (dask/single %.2fx); pylucid.dask: %s; "
+                     "dask+NumPy: %s" % (t_one * 1e3, t_pl / t_one, where_pl, where_np)})
+    finally:
+        client.close()
+        cluster.close()
+    return rows
+
+
 def copy_bandwidth(nbytes: int, reps: int) -> float:
     src = np.ones(nbytes // 4, np.float32)
     dst = np.empty_like(src)
@@ -180,6 +269,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=0, help="pylucid threads (0: all cores)")
     ap.add_argument("--plot", default=str(HERE / "results.png"))
     ap.add_argument("--json", default="")
+    ap.add_argument("--dask", action="store_true", help="add the dask.distributed section (needs dask[distributed])")
+    ap.add_argument("--dask-only", action="store_true", help="run only the dask.distributed section")
     args = ap.parse_args()
     reps = 5 if args.quick else 15
     if args.threads:
@@ -188,6 +279,12 @@ def main() -> int:
         torch.set_num_threads(pylucid.get_num_threads())
     rng = np.random.default_rng(0)
     rows: List[Dict[str, object]] = []
+    if args.dask_only:
+        for r in dask_section(reps):
+            print("%s: pylucid.dask %.0f ms, dask.array+NumPy %.0f ms, ratio %.2fx (target %s)\n  %s" % (
+                r["case"], r["pylucid_ms"], r["numpy_ms"], r["ratio_numpy"], r["target"],
+                str(r["extra"]).replace("; ", "\n  ")))
+        return 0
 
     def row(case: str, pl_s: float, np_s: float, target: str, torch_s: Optional[float] = None,
             extra: str = "") -> None:
@@ -418,7 +515,16 @@ def main() -> int:
                      % (t_jnp * 1e3, t_pl / t_jnp)})
         del ja, jb, vg_pl, vg_jnp
 
-    # 9. peak memory
+    # 9. pylucid.dask on a LocalCluster (optional: --dask)
+    if args.dask:
+        try:
+            import dask.distributed  # noqa: F401
+
+            rows.extend(dask_section(reps))
+        except ImportError:
+            print("dask.distributed not installed: no Dask section")
+
+    # 10. peak memory
     mem = peak_rss_child(n)
     need = 3 * n * 4 / 2**20  # y, ga, gb
     extra_mb = mem["peak"] - mem["base"]

@@ -22,6 +22,12 @@ try:  # the framework bridges, where their framework is installed
     MODULES["pylucid.torch"] = pylucid.torch
 except ImportError:
     pass
+try:
+    import pylucid.dask
+
+    MODULES["pylucid.dask"] = pylucid.dask
+except ImportError:
+    pass
 
 
 def _public_objects():

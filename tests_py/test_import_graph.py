@@ -102,7 +102,7 @@ def test_no_module_imports_ctypes() -> None:
 
 # Frameworks are bridged by one module each, which nothing else imports:
 # `import pylucid` never imports the framework (the extras are optional).
-BRIDGES = {"jax": "jax", "torch": "torch"}  # module of pylucid -> the framework it imports
+BRIDGES = {"jax": "jax", "torch": "torch", "dask": "dask"}  # module of pylucid -> the framework it imports
 
 
 def _top_level_imports(path: pathlib.Path) -> set:
@@ -124,6 +124,7 @@ def test_only_the_bridge_imports_its_framework() -> None:
         assert frameworks <= allowed, (name, frameworks)
     assert "jax" in _top_level_imports(MODULES["jax"])  # the scan sees the bridge's own import
     assert "torch" in _top_level_imports(MODULES["torch"])
+    assert "dask" in _top_level_imports(MODULES["dask"])
 
 
 def test_no_module_imports_a_bridge() -> None:
