@@ -58,6 +58,7 @@ static PyObject *fallback_reduce;  /* reduce(op, a, None, keepdim) in Python */
 static PyObject *pinned;           /* dict: function id -> record kept for the library (set_pinned) */
 static PyObject *out_desc_address; /* out_desc_address(ndarray): address of a cached lucid_out */
 static PyTypeObject *ndarray_type;  /* numpy.ndarray */
+static void set_ref(PyObject **slot, PyObject *v);
 static int forward_levels;         /* forward-mode levels open in any thread (set_forward): then the
                                       Python path runs every op, to push tangents (autograd.jvp) */
 
@@ -449,6 +450,339 @@ static PyObject *hot_binary(PyObject *mod, PyObject *args, PyObject *kwargs) {
         return status_error(rc);
     }
     return from_meta(meta);
+}
+
+/* ---- NumPy arrays lent to the library without a Python frame ----
+ * The C path reads an exact numpy.ndarray's fields directly: the public
+ * PyArrayObject_fields layout below (unchanged from NumPy 1.7 to 2.x). It is
+ * checked once against a probe array (set_ndarray); where it does not match,
+ * every array takes the Python path. Only native dtypes known by identity
+ * (np.dtype singletons, bool excluded: its bytes must be checked) are taken;
+ * anything else (byte-swapped, odd strides, too many dims, subclasses) goes
+ * to Python, which converts or raises as before (docs/interop.md). */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    int nd;
+    Py_ssize_t *dimensions;
+    Py_ssize_t *strides;
+    PyObject *base;
+    PyObject *descr;
+    int flags;
+} np_fields;
+
+#define NP_WRITEABLE 0x0400
+#define MAX_NP_DTYPES 16
+static PyObject *np_descrs[MAX_NP_DTYPES]; /* owned */
+static int np_codes[MAX_NP_DTYPES], np_sizes[MAX_NP_DTYPES];
+static int n_np_dtypes;
+static PyObject *borrowed;    /* _runtime._borrowed: token -> owner, until drain pops it */
+static int64_t next_token = (int64_t)1 << 62; /* above the Python side's itertools.count */
+static int ndarray_ok;        /* the probe matched the layout */
+
+/* Lends arr's memory to the library (lucid_tensor_borrow) and fills meta
+ * as lucid_op would for the new tensor. Returns 1 done, 0 when the array
+ * needs the Python path, -1 with an exception set. */
+static int lend_ndarray(PyObject *arr, int64_t *meta) {
+    if (!ndarray_ok || forked || Py_TYPE(arr) != ndarray_type) {
+        return 0;
+    }
+    np_fields *a = (np_fields *)arr;
+    int k = 0;
+    while (k < n_np_dtypes && np_descrs[k] != a->descr) {
+        k++;
+    }
+    if (k == n_np_dtypes || a->nd < 0 || a->nd > LUCID_MAX_DIMS) {
+        return 0;
+    }
+    int nd = a->nd;
+    int64_t isz = np_sizes[k], shape[LUCID_MAX_DIMS], strides[LUCID_MAX_DIMS];
+    int empty = 0;
+    for (int i = 0; i < nd; i++) {
+        if (a->strides[i] % isz != 0) {
+            return 0;
+        }
+        shape[i] = a->dimensions[i];
+        strides[i] = a->strides[i] / isz;
+        empty |= shape[i] == 0;
+    }
+    char *base = a->data;
+    int64_t offset = 0, span = 0;
+    if (!empty) {
+        int64_t lo = 0, hi = 0;
+        for (int i = 0; i < nd; i++) {
+            if (strides[i] < 0) {
+                lo += (shape[i] - 1) * strides[i];
+            } else {
+                hi += (shape[i] - 1) * strides[i];
+            }
+        }
+        base = a->data + lo * isz;
+        offset = -lo;
+        span = (hi - lo + 1) * isz;
+    }
+    int64_t token = next_token++;
+    PyObject *key = PyLong_FromLongLong(token);
+    if (key == NULL || PyDict_SetItem(borrowed, key, arr) < 0) {
+        Py_XDECREF(key);
+        return -1;
+    }
+    lucid_tensor_info info;
+    int rc = lucid_tensor_borrow(base, span, np_codes[k], nd, shape, strides, offset,
+                                 (a->flags & NP_WRITEABLE) == 0, token, &info);
+    if (rc) {
+        if (PyDict_DelItem(borrowed, key) < 0) {
+            PyErr_Clear();
+        }
+        Py_DECREF(key);
+        status_error(rc);
+        return -1;
+    }
+    Py_DECREF(key);
+    meta[0] = info.handle;
+    meta[1] = (int64_t)(info.dtype & 0xFF) | ((int64_t)info.ndim << 8) |
+              (info.requires_grad ? LUCID_META_REQUIRES_GRAD : 0) | (info.pending ? LUCID_META_PENDING : 0);
+    for (int i = 0; i < info.ndim; i++) {
+        meta[2 + i] = info.shape[i];
+    }
+    return 1;
+}
+
+/* from_ndarray(arr): a Tensor sharing arr's memory, or None (the Python
+ * path: from_numpy's conversions and errors). */
+static PyObject *hot_from_ndarray(PyObject *mod, PyObject *arr) {
+    (void)mod;
+    int64_t meta[LUCID_META_LEN];
+    int r = lend_ndarray(arr, meta);
+    if (r < 0) {
+        return NULL;
+    }
+    if (r == 0) {
+        Py_RETURN_NONE;
+    }
+    return from_meta(meta);
+}
+
+/* set_ndarray(probe, data, dtypes, borrowed): checks the layout against
+ * probe (a 2-d C-contiguous array whose data address is data), registers
+ * dtypes ((np.dtype, code, itemsize) triples) and the borrowed dict. */
+static PyObject *hot_set_ndarray(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *probe, *dtypes, *bdict;
+    unsigned long long data;
+    if (!PyArg_ParseTuple(args, "OKO!O!", &probe, &data, &PyTuple_Type, &dtypes, &PyDict_Type, &bdict)) {
+        return NULL;
+    }
+    ndarray_ok = 0;
+    if (ndarray_type == NULL || Py_TYPE(probe) != ndarray_type) {
+        PyErr_SetString(PyExc_TypeError, "set_ndarray: call set_out_desc first; probe must be an ndarray");
+        return NULL;
+    }
+    np_fields *a = (np_fields *)probe;
+    PyObject *dt = PyObject_GetAttrString(probe, "dtype");
+    if (dt == NULL) {
+        return NULL;
+    }
+    int ok = (uintptr_t)a->data == (uintptr_t)data && a->nd == 2 && a->dimensions[0] == 3 && a->dimensions[1] == 5 &&
+             a->strides[1] == 4 && a->strides[0] == 20 && a->descr == dt && (a->flags & NP_WRITEABLE);
+    Py_DECREF(dt);
+    for (int i = 0; i < n_np_dtypes; i++) {
+        Py_CLEAR(np_descrs[i]);
+    }
+    n_np_dtypes = 0;
+    Py_ssize_t n = PyTuple_Size(dtypes);
+    for (Py_ssize_t i = 0; i < n && n_np_dtypes < MAX_NP_DTYPES; i++) {
+        PyObject *d;
+        int code, size;
+        if (!PyArg_ParseTuple(PyTuple_GetItem(dtypes, i), "Oii", &d, &code, &size)) {
+            return NULL;
+        }
+        Py_INCREF(d);
+        np_descrs[n_np_dtypes] = d;
+        np_codes[n_np_dtypes] = code;
+        np_sizes[n_np_dtypes] = size;
+        n_np_dtypes++;
+    }
+    set_ref(&borrowed, bdict);
+    ndarray_ok = ok;
+    return PyBool_FromLong(ok);
+}
+
+/* The gradient handle for g in a backward call: a Tensor's own (*temp 0),
+ * None (0), or an exact ndarray lent for the call (*temp: the new handle,
+ * released by the caller). Returns 1, 0 for the Python path, -1 on error. */
+static int grad_handle(PyObject *g, int64_t *h, int64_t *temp) {
+    *temp = 0;
+    if (g == Py_None) {
+        *h = 0;
+        return 1;
+    }
+    if (is_tensor(g)) {
+        *h = ((TensorBase *)g)->h;
+        return 1;
+    }
+    int64_t meta[LUCID_META_LEN];
+    int r = lend_ndarray(g, meta);
+    if (r == 1) {
+        *h = *temp = meta[0];
+        if (meta[1] & LUCID_META_PENDING) {
+            PyObject *x = PyObject_CallObject(drain, NULL);
+            if (x == NULL) {
+                lucid_release(*temp);
+                *temp = 0;
+                return -1;
+            }
+            Py_DECREF(x);
+        }
+    }
+    return r;
+}
+
+static void release_temps(const int64_t *temps, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (temps[i] != 0 && !forked) {
+            lucid_release(temps[i]);
+        }
+    }
+}
+
+/* backward_grad(t, g, flags): t.backward(g) with g a Tensor or an ndarray
+ * (lent for the call), flags lucid.h's (retain_graph); None when done, a Run
+ * stopped at a Python Function, or NotImplemented for the Python path. */
+static PyObject *hot_backward_grad(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *t, *g;
+    int flags;
+    if (!PyArg_ParseTuple(args, "OOi", &t, &g, &flags)) {
+        return NULL;
+    }
+    if (forked || !is_tensor(t) || g == Py_None) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    int32_t mode;
+    int64_t gh, temp;
+    int r = grad_handle(g, &gh, &temp);
+    if (r <= 0) {
+        if (r == 0) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        return NULL;
+    }
+    if (current_mode(&mode) < 0) {
+        release_temps(&temp, 1);
+        return NULL;
+    }
+    int64_t root = ((TensorBase *)t)->h, run = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = lucid_backward_run(&root, &gh, 1, flags, mode, &run);
+    Py_END_ALLOW_THREADS
+    release_temps(&temp, 1);
+    if (rc) {
+        return status_error(rc);
+    }
+    if (run == 0) {
+        Py_RETURN_NONE;
+    }
+    return new_run(run);
+}
+
+#define MAX_GRAD_ARGS 8
+
+/* grad_run(outputs, grad_outputs, inputs, flags): autograd.grad's common
+ * forms. outputs and inputs are tuples of Tensors, grad_outputs None or a
+ * tuple as long as outputs of Tensors, ndarrays (lent for the call) or
+ * None. Returns the tuple of gradients (None: unused), a Run stopped at a
+ * Python Function (the caller drives it and reads the result), or
+ * NotImplemented for the Python path. */
+static PyObject *hot_grad_run(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *outs, *gouts, *ins;
+    int flags;
+    if (!PyArg_ParseTuple(args, "O!OO!i", &PyTuple_Type, &outs, &gouts, &PyTuple_Type, &ins, &flags)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_Size(outs), ni = PyTuple_Size(ins);
+    if (forked || n < 1 || n > MAX_GRAD_ARGS || ni > MAX_GRAD_ARGS ||
+        (gouts != Py_None && (!PyTuple_Check(gouts) || PyTuple_Size(gouts) != n))) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    int64_t roots[MAX_GRAD_ARGS], inh[MAX_GRAD_ARGS], gh[MAX_GRAD_ARGS], temps[MAX_GRAD_ARGS] = {0};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyTuple_GetItem(outs, i);
+        if (!is_tensor(o)) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        roots[i] = ((TensorBase *)o)->h;
+    }
+    for (Py_ssize_t i = 0; i < ni; i++) {
+        PyObject *o = PyTuple_GetItem(ins, i);
+        if (!is_tensor(o)) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        inh[i] = ((TensorBase *)o)->h;
+    }
+    if (gouts != Py_None) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int r = grad_handle(PyTuple_GetItem(gouts, i), &gh[i], &temps[i]);
+            if (r <= 0) {
+                release_temps(temps, i);
+                if (r == 0) {
+                    Py_RETURN_NOTIMPLEMENTED;
+                }
+                return NULL;
+            }
+        }
+    }
+    int32_t mode;
+    if (current_mode(&mode) < 0) {
+        release_temps(temps, n);
+        return NULL;
+    }
+    int64_t meta[MAX_GRAD_ARGS * LUCID_META_LEN];
+    int64_t run = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = lucid_backward_grad(roots, gouts == Py_None ? NULL : gh, (int32_t)n, ni ? inh : NULL, (int32_t)ni, flags,
+                             mode, &run, meta);
+    Py_END_ALLOW_THREADS
+    release_temps(temps, n);
+    if (rc) {
+        return status_error(rc);
+    }
+    if (run != 0) {
+        return new_run(run);
+    }
+    PyObject *res = PyTuple_New(ni);
+    if (res == NULL) {
+        for (Py_ssize_t i = 0; i < ni; i++) {
+            if (meta[i * LUCID_META_LEN] != 0) {
+                lucid_release(meta[i * LUCID_META_LEN]);
+            }
+        }
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < ni; i++) {
+        int64_t *m = &meta[i * LUCID_META_LEN];
+        PyObject *x;
+        if (m[0] == 0) {
+            Py_INCREF(Py_None);
+            x = Py_None;
+        } else {
+            x = from_meta(m); /* owns (or releases) the handle */
+        }
+        if (x == NULL) {
+            for (Py_ssize_t j = i + 1; j < ni; j++) {
+                if (meta[j * LUCID_META_LEN] != 0) {
+                    lucid_release(meta[j * LUCID_META_LEN]);
+                }
+            }
+            Py_DECREF(res);
+            return NULL;
+        }
+        PyTuple_SetItem(res, i, x);
+    }
+    return res;
 }
 
 /* How long one wait for a job lasts before the thread comes back for the
@@ -958,6 +1292,12 @@ static PyMethodDef hot_methods[] = {
     {"grad", hot_grad, METH_O, "grad(t): the accumulated gradient of t, or None."},
     {"backward_run", hot_backward_run, METH_O,
      "backward_run(t): the common backward call; None, or a Run stopped at a Python Function."},
+    {"backward_grad", hot_backward_grad, METH_VARARGS,
+     "backward_grad(t, g, flags): t.backward(g), g a Tensor or ndarray; None, a Run, or NotImplemented."},
+    {"grad_run", hot_grad_run, METH_VARARGS,
+     "grad_run(outputs, grad_outputs, inputs, flags): autograd.grad's common forms (a tuple, a Run or NotImplemented)."},
+    {"from_ndarray", hot_from_ndarray, METH_O, "from_ndarray(arr): a Tensor lending arr's memory, or None."},
+    {"set_ndarray", hot_set_ndarray, METH_VARARGS, "set_ndarray(probe, data, dtypes, borrowed): see _hot.c."},
     {"set_grad", hot_set_grad, METH_VARARGS, "set_grad(t, g): t.grad = g (a Tensor or None)."},
     {"flush", hot_flush, METH_NOARGS, "Releases the handles of dropped tensors waiting in the batch."},
     {"pending", hot_pending, METH_NOARGS, "How many dropped tensors' handles wait in the batch."},
