@@ -407,6 +407,10 @@ func (a cAllocator) Alloc(n int, zeroed bool) ([]byte, func(), error) {
 	return data, func() { a.FreeBlock(data) }, nil
 }
 
+// InlineBytes implements tensor.InlineAllocator: blocks of up to goMax bytes
+// are Go heap memory.
+func (cAllocator) InlineBytes() int { return goMax }
+
 // AllocBlock implements tensor.BlockAllocator: the storage frees the block
 // through FreeBlock, with no closure made per allocation.
 func (cAllocator) AllocBlock(n int, zeroed bool) ([]byte, bool, error) {

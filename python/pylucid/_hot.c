@@ -291,20 +291,50 @@ static PyObject *new_run(int64_t h) {
 
 /* A new pylucid.Tensor for the result a *_meta call described; it owns the
  * handle from here on (released if anything fails). */
-static PyObject *from_meta(const int64_t *m) {
+/* like's shape tuple when it holds the dims in m (an op's result most often
+ * has an input's shape: tuples are immutable, so it is shared), else NULL. */
+static PyObject *same_shape(const int64_t *m, int nd, PyObject *like) {
+    if (like == NULL) {
+        return NULL;
+    }
+    PyObject *sh = ((TensorBase *)like)->shape;
+    if (sh == NULL || !PyTuple_Check(sh) || PyTuple_Size(sh) != nd) {
+        return NULL;
+    }
+    for (int i = 0; i < nd; i++) {
+        PyObject *d = PyTuple_GetItem(sh, i);
+        int overflow = 0;
+        if (d == NULL || !PyLong_Check(d) || PyLong_AsLongLongAndOverflow(d, &overflow) != m[2 + i] || overflow) {
+            PyErr_Clear();
+            return NULL;
+        }
+    }
+    Py_INCREF(sh);
+    return sh;
+}
+
+/* from_meta, sharing the shape tuple of like (a Tensor, or NULL) where it is
+ * the same. */
+static PyObject *from_meta_like(const int64_t *m, PyObject *like) {
     int64_t packed = m[1];
     int code = (int)(packed & 0xFF), nd = (int)((packed >> 8) & 0xFF);
     PyObject *dt = PyTuple_GetItem(by_code, code);
-    PyObject *shape = dt ? PyTuple_New(nd) : NULL;
+    PyObject *shape = dt ? same_shape(m, nd, like) : NULL;
     TensorBase *t = NULL;
-    if (shape == NULL) {
-        goto fail;
-    }
-    for (int i = 0; i < nd; i++) {
-        PyObject *d = PyLong_FromLongLong(m[2 + i]);
-        if (d == NULL || PyTuple_SetItem(shape, i, d) < 0) {
+    if (shape == NULL && dt != NULL) {
+        shape = PyTuple_New(nd);
+        if (shape == NULL) {
             goto fail;
         }
+        for (int i = 0; i < nd; i++) {
+            PyObject *d = PyLong_FromLongLong(m[2 + i]);
+            if (d == NULL || PyTuple_SetItem(shape, i, d) < 0) {
+                goto fail;
+            }
+        }
+    }
+    if (shape == NULL) {
+        goto fail;
     }
     t = (TensorBase *)tensor_alloc(tensor_type, 0);
     if (t == NULL) {
@@ -330,7 +360,19 @@ fail:
     return NULL;
 }
 
+static PyObject *from_meta(const int64_t *m) { return from_meta_like(m, NULL); }
+
+/* The calling thread's mode, as its state.mode last set it (set_mode,
+ * called by _state's setter); tl_mode_known is 0 until the thread's state
+ * exists (reading state.mode creates it, and sets these). */
+static _Thread_local int32_t tl_mode;
+static _Thread_local int tl_mode_known;
+
 static int current_mode(int32_t *mode) {
+    if (tl_mode_known) {
+        *mode = tl_mode;
+        return 0;
+    }
     PyObject *m = PyObject_GetAttr(state, mode_name);
     if (m == NULL) {
         return -1;
@@ -449,7 +491,7 @@ static PyObject *hot_binary(PyObject *mod, PyObject *args, PyObject *kwargs) {
     if (rc) {
         return status_error(rc);
     }
-    return from_meta(meta);
+    return from_meta_like(meta, a);
 }
 
 /* ---- NumPy arrays lent to the library without a Python frame ----
@@ -769,7 +811,7 @@ static PyObject *hot_grad_run(PyObject *mod, PyObject *args) {
             Py_INCREF(Py_None);
             x = Py_None;
         } else {
-            x = from_meta(m); /* owns (or releases) the handle */
+            x = from_meta_like(m, PyTuple_GetItem(ins, i)); /* owns (or releases) the handle */
         }
         if (x == NULL) {
             for (Py_ssize_t j = i + 1; j < ni; j++) {
@@ -863,7 +905,7 @@ static PyObject *hot_grad(PyObject *mod, PyObject *t) {
     if (meta[0] == 0) {
         Py_RETURN_NONE;
     }
-    return from_meta(meta);
+    return from_meta_like(meta, t);
 }
 
 /* backward_run(t): lucid_backward_run from t with an implicit gradient, no
@@ -945,6 +987,18 @@ static PyObject *hot_set_out_desc(PyObject *mod, PyObject *args) {
     }
     set_ref(&out_desc_address, fn);
     set_ref((PyObject **)&ndarray_type, tp);
+    Py_RETURN_NONE;
+}
+
+/* set_mode(m): the calling thread's state.mode changed to m. */
+static PyObject *hot_set_mode(PyObject *mod, PyObject *v) {
+    (void)mod;
+    long m = PyLong_AsLong(v);
+    if (m == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    tl_mode = (int32_t)m;
+    tl_mode_known = 1;
     Py_RETURN_NONE;
 }
 
@@ -1303,6 +1357,7 @@ static PyMethodDef hot_methods[] = {
     {"pending", hot_pending, METH_NOARGS, "How many dropped tensors' handles wait in the batch."},
     {"gc_started", hot_gc_started, METH_NOARGS, "Called as each collection starts (gc.callbacks)."},
     {"set_out_desc", hot_set_out_desc, METH_VARARGS, "set_out_desc(fn, ndarray): NumPy out= descriptors."},
+    {"set_mode", hot_set_mode, METH_O, "set_mode(m): the calling thread's state.mode is now m."},
     {"set_forward", hot_set_forward, METH_O, "set_forward(n): forward-mode levels open (the Python path runs ops)."},
     {"set_pinned", hot_set_pinned, METH_O, "set_pinned(d): where records the library may still need wait."},
     {"release", hot_release, METH_O, "release(t): lets go of t's handle as dropping t would (t._h becomes 0)."},
