@@ -17,6 +17,7 @@ import (
 	"math/bits"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -463,6 +464,15 @@ func (cAllocator) FreeBlock(data []byte) {
 	noteFreed()
 }
 
+// goGCPercent is the collector's target when GOGC is not set: the Go heap
+// holds only headers, graph nodes and tensors of at most goMax bytes (C
+// memory is collected for by maybeCollect), and a small-op loop allocates a
+// few hundred bytes per call (docs/architecture.md).
+const goGCPercent = 400
+
 func init() {
 	tensor.SetAllocator(cAllocator{})
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(goGCPercent)
+	}
 }

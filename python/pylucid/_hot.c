@@ -417,10 +417,40 @@ static int check_kind(int32_t code, char kind, const char *what) {
     return 0;
 }
 
+/* The Python path of binary for a fast call's arguments. */
+static PyObject *binary_fallback(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *t = PyTuple_New(nargs), *kw = NULL, *r = NULL;
+    if (t == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SetItem(t, i, args[i]);
+    }
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_Size(kwnames);
+    if (nkw > 0) {
+        kw = PyDict_New();
+        if (kw == NULL) {
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < nkw; j++) {
+            if (PyDict_SetItem(kw, PyTuple_GetItem(kwnames, j), args[nargs + j]) < 0) {
+                goto done;
+            }
+        }
+    }
+    r = PyObject_Call(fallback_binary, t, kw);
+done:
+    Py_DECREF(t);
+    Py_XDECREF(kw);
+    return r;
+}
+
 /* binary(op, a, b, out=out) on two Tensors: lucid_op_n writing into out, a
  * Tensor or (through the Python side's cached descriptor, out_desc_address)
  * a NumPy array; anything else takes the Python path. Returns out itself. */
-static PyObject *binary_out(PyObject *op, PyObject *a, PyObject *b, PyObject *out, PyObject *args, PyObject *kwargs) {
+static PyObject *binary_out(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *out) {
+    PyObject *op = args[0], *a = args[1], *b = args[2];
     lucid_out desc;
     const lucid_out *d = &desc;
     if (is_tensor(out)) {
@@ -437,7 +467,7 @@ static PyObject *binary_out(PyObject *op, PyObject *a, PyObject *b, PyObject *ou
             return NULL;
         }
     } else {
-        return PyObject_Call(fallback_binary, args, kwargs);
+        return binary_fallback(args, nargs, kwnames);
     }
     int32_t code, mode;
     if (op_code(op, &code) < 0 || check_kind(code, OP_BINARY, "binary op") < 0 || current_mode(&mode) < 0) {
@@ -456,27 +486,34 @@ static PyObject *binary_out(PyObject *op, PyObject *a, PyObject *b, PyObject *ou
     return out;
 }
 
-/* binary(op, a, b): lucid_op on two Tensors (op: a binary op's id).
- * Keyword arguments, other argument counts and non-Tensors take the Python
- * path, which raises the usual errors. */
-static PyObject *hot_binary(PyObject *mod, PyObject *args, PyObject *kwargs) {
+/* binary(op, a, b): lucid_op on two Tensors (op: a binary op's id). A fast
+ * call (METH_FASTCALL): ops.minimum, a functools.partial, passes its
+ * arguments without building a tuple. Keyword arguments other than out=,
+ * other argument counts and non-Tensors take the Python path, which raises
+ * the usual errors. */
+static PyObject *hot_binary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     (void)mod;
     PyObject *out = NULL;
-    if (kwargs != NULL && PyDict_Size(kwargs) > 0) {
-        out = PyDict_Size(kwargs) == 1 ? PyDict_GetItemString(kwargs, "out") : NULL; /* borrowed */
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_Size(kwnames);
+    if (nkw > 0) {
+        if (nkw == 1 && nargs == 3) {
+            PyObject *name = PyTuple_GetItem(kwnames, 0);
+            int is_out = PyUnicode_Check(name) ? PyUnicode_CompareWithASCIIString(name, "out") == 0 : 0;
+            out = is_out ? args[3] : NULL;
+        }
         if (out == NULL || out == Py_None) {
-            return PyObject_Call(fallback_binary, args, kwargs);
+            return binary_fallback(args, nargs, kwnames);
         }
     }
-    if (PyTuple_Size(args) != 3) {
-        return PyObject_Call(fallback_binary, args, kwargs);
+    if (nargs != 3) {
+        return binary_fallback(args, nargs, kwnames);
     }
-    PyObject *op = PyTuple_GetItem(args, 0), *a = PyTuple_GetItem(args, 1), *b = PyTuple_GetItem(args, 2);
+    PyObject *op = args[0], *a = args[1], *b = args[2];
     if (forked || forward_levels || !is_tensor(a) || !is_tensor(b)) {
-        return PyObject_Call(fallback_binary, args, kwargs);
+        return binary_fallback(args, nargs, kwnames);
     }
     if (out != NULL) {
-        return binary_out(op, a, b, out, args, kwargs);
+        return binary_out(args, nargs, kwnames, out);
     }
     int32_t code, mode;
     if (op_code(op, &code) < 0 || check_kind(code, OP_BINARY, "binary op") < 0 || current_mode(&mode) < 0) {
@@ -1340,7 +1377,7 @@ static PyObject *hot_init(PyObject *mod, PyObject *args) {
 
 static PyMethodDef hot_methods[] = {
     {"init", hot_init, METH_VARARGS, "Registers the Python side (called once by pylucid.tensor)."},
-    {"binary", (PyCFunction)(void (*)(void))hot_binary, METH_VARARGS | METH_KEYWORDS,
+    {"binary", (PyCFunction)(void (*)(void))hot_binary, METH_FASTCALL | METH_KEYWORDS,
      "binary(op, a, b): the op on two Tensors (others: the Python path)."},
     {"reduce_all", hot_reduce_all, METH_VARARGS, "reduce_all(op, a, keepdim): a one-output reduction over all dims."},
     {"grad", hot_grad, METH_O, "grad(t): the accumulated gradient of t, or None."},

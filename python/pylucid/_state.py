@@ -33,7 +33,7 @@ class _State(threading.local):
             _set_mode(m)
 
 
-state = _State()
+state: _State = _State()
 
 
 def is_grad_enabled() -> bool:
