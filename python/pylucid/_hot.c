@@ -59,6 +59,7 @@ static PyObject *pinned;           /* dict: function id -> record kept for the l
 static PyObject *out_desc_address; /* out_desc_address(ndarray): address of a cached lucid_out */
 static PyTypeObject *ndarray_type;  /* numpy.ndarray */
 static void set_ref(PyObject **slot, PyObject *v);
+static int drain_pending(void);
 static int forward_levels;         /* forward-mode levels open in any thread (set_forward): then the
                                       Python path runs every op, to push tangents (autograd.jvp) */
 
@@ -345,13 +346,9 @@ static PyObject *from_meta_like(const int64_t *m, PyObject *like) {
     t->dtype = dt;
     t->shape = shape;
     t->rg = (packed & LUCID_META_REQUIRES_GRAD) != 0;
-    if (packed & LUCID_META_PENDING) {
-        PyObject *r = PyObject_CallObject(drain, NULL);
-        if (r == NULL) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        Py_DECREF(r);
+    if ((packed & LUCID_META_PENDING) && drain_pending() < 0) {
+        Py_DECREF(t);
+        return NULL;
     }
     return (PyObject *)t;
 fail:
@@ -687,6 +684,71 @@ static PyObject *hot_set_ndarray(PyObject *mod, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* The library has items to hand back (LUCID_META_PENDING). Most often
+ * they are tokens of NumPy arrays lent to it (this file's lend_ndarray, or
+ * from_numpy): those are dropped from the borrowed dict here, without a
+ * Python frame. Every 16th time, or when the buffer queue was empty, or when
+ * a token's owner is anything else (a DLPack owner, whose release is
+ * Python's business: that token is put back in the dict as it was), the
+ * Python drain runs too, for the functions queue (docs/autograd.md). */
+static int drain_calls;
+
+static int drain_pending(void) {
+    int64_t items[64];
+    int32_t n = 0;
+    int python = (++drain_calls & 15) == 0;
+    if (forked || borrowed == NULL || lucid_drain(LUCID_QUEUE_BUFFERS, items, 64, &n) != 0) {
+        n = 0;
+        python = 1;
+    }
+    if (n == 0) {
+        python = 1;
+    }
+    PyObject *keep = NULL; /* owners that are not arrays: Python's to release */
+    for (int32_t i = 0; i < n; i++) {
+        PyObject *key = PyLong_FromLongLong(items[i]);
+        if (key == NULL) {
+            return -1; /* the token is lost: its owner stays in the dict (a leak, not a crash) */
+        }
+        PyObject *owner = PyDict_GetItemWithError(borrowed, key); /* borrowed reference */
+        if (owner != NULL && ndarray_type != NULL && Py_TYPE(owner) == ndarray_type) {
+            Py_INCREF(owner);
+            if (PyDict_DelItem(borrowed, key) < 0) {
+                PyErr_Clear();
+            }
+            Py_DECREF(owner); /* may free the array: nothing runs Python code there */
+        } else if (owner != NULL) {
+            /* Leave it to Python: a later drain finds it through this list. */
+            if (keep == NULL) {
+                keep = PyList_New(0);
+            }
+            if (keep == NULL || PyList_Append(keep, key) < 0) {
+                PyErr_Clear();
+            }
+            python = 1;
+        } else if (PyErr_Occurred()) {
+            Py_DECREF(key);
+            Py_XDECREF(keep);
+            return -1;
+        }
+        Py_DECREF(key);
+    }
+    PyObject *r;
+    if (keep != NULL) {
+        r = PyObject_CallFunctionObjArgs(drain, keep, NULL);
+        Py_DECREF(keep);
+    } else if (python) {
+        r = PyObject_CallObject(drain, NULL);
+    } else {
+        return 0;
+    }
+    if (r == NULL) {
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
 /* The gradient handle for g in a backward call: a Tensor's own (*temp 0),
  * None (0), or an exact ndarray lent for the call (*temp: the new handle,
  * released by the caller). Returns 1, 0 for the Python path, -1 on error. */
@@ -704,22 +766,33 @@ static int grad_handle(PyObject *g, int64_t *h, int64_t *temp) {
     int r = lend_ndarray(g, meta);
     if (r == 1) {
         *h = *temp = meta[0];
-        if (meta[1] & LUCID_META_PENDING) {
-            PyObject *x = PyObject_CallObject(drain, NULL);
-            if (x == NULL) {
-                lucid_release(*temp);
-                *temp = 0;
-                return -1;
-            }
-            Py_DECREF(x);
+        int nd = (int)((meta[1] >> 8) & 0xFF);
+        if (nd == 0 || (nd == 1 && meta[2] <= 4096)) {
+            *temp = -meta[0]; /* small: released in the batch, as a dropped small tensor's handle */
+        }
+        if ((meta[1] & LUCID_META_PENDING) && drain_pending() < 0) {
+            lucid_release(meta[0]);
+            *temp = 0;
+            return -1;
         }
     }
     return r;
 }
 
+/* Releases the handles grad_handle lent (negative: a small array's, which
+ * waits in the batch of dropped small tensors; its token, and so the array,
+ * comes back at the next flush). */
 static void release_temps(const int64_t *temps, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (temps[i] != 0 && !forked) {
+        if (temps[i] == 0 || forked) {
+            continue;
+        }
+        if (temps[i] < 0) {
+            dead[ndead++] = -temps[i];
+            if (ndead == DEAD_CAP) {
+                flush_dead();
+            }
+        } else {
             lucid_release(temps[i]);
         }
     }
