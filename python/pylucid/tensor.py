@@ -1102,11 +1102,19 @@ if _hot is not None:
               bytes(_hot_kind(s) for s in _lib.schema_table()))
     _hot.set_pinned(functions)
     _hot.set_out_desc(out_desc_address, np.ndarray)
+    def _lendable(d: dtype) -> Optional[np.dtype[Any]]:
+        """d's NumPy dtype where _hot.from_ndarray may take it (bool: its
+        bytes need checking; bfloat16 without ml_dtypes has none)."""
+        try:
+            nd = np.dtype(d.numpy_dtype)
+        except TypeError:
+            return None
+        return nd if d is not bool_ and from_numpy_dtype(nd) is d else None
+
     _probe = np.zeros((3, 5), np.float32)
     _hot.set_ndarray(_probe, _probe.__array_interface__["data"][0],
-                     tuple((np.dtype(d.numpy_dtype), d.code, d.itemsize) for d in BY_CODE.values()
-                           if d is not bool_ and isinstance(d.numpy_dtype, np.dtype)
-                           and from_numpy_dtype(np.dtype(d.numpy_dtype)) is d), _borrowed)
+                     tuple((_lendable(d), d.code, d.itemsize) for d in BY_CODE.values() if _lendable(d) is not None),
+                     _borrowed)
     del _probe
     _hot_from_ndarray = _hot.from_ndarray
     binary = _hot.binary
