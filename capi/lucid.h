@@ -301,6 +301,15 @@ int lucid_backward_start(const int64_t *roots, const int64_t *grads, int32_t n, 
  * out first. */
 int lucid_backward_run(const int64_t *roots, const int64_t *grads, int32_t n, int32_t flags, int32_t mode,
                        int64_t *run);
+/* grad() in one call: starts a run over ninputs >= 0 inputs (as
+ * lucid_backward_start) and runs it to the end: then *run == 0 and meta
+ * holds one block of LUCID_META_LEN values per input describing its gradient
+ * (a new handle, as lucid_op's result; handle 0 and dtype 0 for an unused
+ * input). When a host-defined function must run, *run is the run's handle,
+ * lucid_backward_next hands that function out first and lucid_backward_result
+ * gives the gradients at the end; meta is untouched then. */
+int lucid_backward_grad(const int64_t *roots, const int64_t *grads, int32_t n, const int64_t *inputs,
+                        int32_t ninputs, int32_t flags, int32_t mode, int64_t *run, int64_t *meta);
 /* Runs until done (*function == 0) or until a host-defined function must run:
  * then *function is its id, grads[0..*ngrads) its output gradients (0 = none)
  * and *release says to free its saved state afterwards. When cap is too small

@@ -641,6 +641,39 @@ func lucid_backward_run(roots, grads *C.int64_t, n C.int32_t, flags C.int32_t, m
 	})
 }
 
+//export lucid_backward_grad
+func lucid_backward_grad(roots, grads *C.int64_t, n C.int32_t, inputs *C.int64_t, ninputs C.int32_t,
+	flags C.int32_t, mode C.int32_t, run *C.int64_t, meta *C.int64_t) C.int {
+	return call(func() error {
+		if run == nil || meta == nil {
+			return errs.Valuef("run or meta pointer is NULL")
+		}
+		*run = 0
+		if ninputs < 0 {
+			return errs.Valuef("lucid_backward_grad needs ninputs >= 0, got %d", int(ninputs))
+		}
+		r, err := startRun(roots, grads, n, inputs, ninputs, flags, mode)
+		if err != nil {
+			return err
+		}
+		p, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if p != nil {
+			*run = C.int64_t(handles.put(&backwardRun{run: r, pending: p}))
+			return nil
+		}
+		res := r.Result()
+		for _, g := range res {
+			if g != nil {
+				autograd.MarkKept(g) // a second handle: see lucid_function_owner
+			}
+		}
+		return fillMetas(meta, res, nil)
+	})
+}
+
 func getRun(h C.int64_t) (*backwardRun, error) {
 	o, ok := handles.get(int64(h))
 	if !ok {

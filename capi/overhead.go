@@ -54,8 +54,12 @@ func opID(name string) C.int32_t {
 }
 
 // stepLoop is one training step as Python makes it, iters times: clear both
-// grads, minimum, sum, backward, read both grads, release everything.
-func stepLoop(n, iters int) error {
+// grads, minimum, sum, backward, read both grads, release everything. form
+// "sum" is y.sum().backward(); "grad" is y.backward(g) with g a tensor;
+// "autograd" is autograd.grad(y, (a, b), g) (lucid_backward_grad).
+func stepLoop(n, iters int) error { return stepLoopForm(n, iters, "sum") }
+
+func stepLoopForm(n, iters int, form string) error {
 	var info C.lucid_tensor_info
 	shape := []C.int64_t{C.int64_t(n)}
 	var leaves [2]C.int64_t
@@ -70,7 +74,13 @@ func stepLoop(n, iters int) error {
 	var meta [C.LUCID_META_LEN]C.int64_t
 	minimum, sum := opID("minimum"), opID("sum")
 	all := [2]C.int64_t{0, -1} // keepdim 0, all dims
-	var y, s C.int64_t         // outside the loop: their addresses are taken once
+	var y, s, g C.int64_t      // outside the loop: their addresses are taken once
+	if rc := lucid_tensor_new(C.LUCID_FLOAT32, 1, &shape[0], &info); rc != 0 {
+		return fmt.Errorf("tensor_new: %d", rc)
+	}
+	g = info.handle
+	defer lucid_release(g)
+	var metas [2 * C.LUCID_META_LEN]C.int64_t
 	for i := 0; i < iters; i++ {
 		for _, h := range leaves {
 			lucid_set_grad(h, 0)
@@ -79,12 +89,29 @@ func stepLoop(n, iters int) error {
 			return fmt.Errorf("minimum: %d", rc)
 		}
 		y = meta[0]
-		if rc := lucid_op(sum, &y, 1, &all[0], 2, C.LUCID_MODE_GRAD, &meta[0]); rc != 0 {
-			return fmt.Errorf("sum: %d", rc)
-		}
-		s = meta[0]
-		if rc := lucid_backward_run(&s, nil, 1, 0, C.LUCID_MODE_GRAD, &run); rc != 0 || run != 0 {
-			return fmt.Errorf("backward: %d", rc)
+		switch form {
+		case "sum":
+			if rc := lucid_op(sum, &y, 1, &all[0], 2, C.LUCID_MODE_GRAD, &meta[0]); rc != 0 {
+				return fmt.Errorf("sum: %d", rc)
+			}
+			s = meta[0]
+			if rc := lucid_backward_run(&s, nil, 1, 0, C.LUCID_MODE_GRAD, &run); rc != 0 || run != 0 {
+				return fmt.Errorf("backward: %d", rc)
+			}
+			lucid_release(s)
+		case "grad":
+			if rc := lucid_backward_run(&y, &g, 1, 0, C.LUCID_MODE_GRAD, &run); rc != 0 || run != 0 {
+				return fmt.Errorf("backward(g): %d", rc)
+			}
+		case "autograd":
+			if rc := lucid_backward_grad(&y, &g, 1, &leaves[0], 2, 0, C.LUCID_MODE_GRAD, &run, &metas[0]); rc != 0 ||
+				run != 0 {
+				return fmt.Errorf("backward_grad: %d", rc)
+			}
+			lucid_release(metas[0])
+			lucid_release(metas[C.LUCID_META_LEN])
+			lucid_release(y)
+			continue
 		}
 		for _, h := range leaves {
 			if rc := lucid_get_grad(h, &info); rc != 0 {
@@ -93,7 +120,6 @@ func stepLoop(n, iters int) error {
 			lucid_release(info.handle)
 		}
 		lucid_release(y)
-		lucid_release(s)
 	}
 	lucid_release(leaves[0])
 	lucid_release(leaves[1])

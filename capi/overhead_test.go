@@ -38,13 +38,28 @@ func BenchmarkStep1000(b *testing.B) {
 	}
 }
 
-func TestStepLoopReleasesHandles(t *testing.T) {
-	before := handles.count()
-	if err := stepLoop(10, 50); err != nil {
-		t.Fatal(err)
+func benchForm(b *testing.B, n int, form string) {
+	b.ReportAllocs()
+	if err := stepLoopForm(n, b.N, form); err != nil {
+		b.Fatal(err)
 	}
-	if got := handles.count(); got != before {
-		t.Fatalf("live handles %d, want %d", got, before)
+}
+
+// y.backward(g) and autograd.grad(y, (a, b), g) from C (_hot.c's calls).
+func BenchmarkStepGrad1(b *testing.B)    { benchForm(b, 1, "grad") }
+func BenchmarkStepGrad1000(b *testing.B) { benchForm(b, 1000, "grad") }
+func BenchmarkAutograd1(b *testing.B)    { benchForm(b, 1, "autograd") }
+func BenchmarkAutograd1000(b *testing.B) { benchForm(b, 1000, "autograd") }
+
+func TestStepLoopReleasesHandles(t *testing.T) {
+	for _, form := range []string{"sum", "grad", "autograd"} {
+		before := handles.count()
+		if err := stepLoopForm(10, 50, form); err != nil {
+			t.Fatal(form, err)
+		}
+		if got := handles.count(); got != before {
+			t.Fatalf("%s: live handles %d, want %d", form, got, before)
+		}
 	}
 }
 

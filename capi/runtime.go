@@ -17,6 +17,7 @@ import (
 	"math/bits"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -407,6 +408,10 @@ func (a cAllocator) Alloc(n int, zeroed bool) ([]byte, func(), error) {
 	return data, func() { a.FreeBlock(data) }, nil
 }
 
+// InlineBytes implements tensor.InlineAllocator: blocks of up to goMax bytes
+// are Go heap memory.
+func (cAllocator) InlineBytes() int { return goMax }
+
 // AllocBlock implements tensor.BlockAllocator: the storage frees the block
 // through FreeBlock, with no closure made per allocation.
 func (cAllocator) AllocBlock(n int, zeroed bool) ([]byte, bool, error) {
@@ -459,6 +464,15 @@ func (cAllocator) FreeBlock(data []byte) {
 	noteFreed()
 }
 
+// goGCPercent is the collector's target when GOGC is not set: the Go heap
+// holds only headers, graph nodes and tensors of at most goMax bytes (C
+// memory is collected for by maybeCollect), and a small-op loop allocates a
+// few hundred bytes per call (docs/architecture.md).
+const goGCPercent = 400
+
 func init() {
 	tensor.SetAllocator(cAllocator{})
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(goGCPercent)
+	}
 }

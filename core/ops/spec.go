@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/pylucid/pylucid/core/amp"
@@ -188,7 +189,9 @@ func Call(c *Context, id int, in []*tensor.Tensor, attrs []int64) (*tensor.Tenso
 		if s.Outputs != 1 {
 			return nil, errs.Valuef("%s has %d outputs: use CallN", s.Name, s.Outputs)
 		}
-		out, _, err := s.forward(c, s, in, attrs)
+		// A copy of in: a function value's parameters leak, and in most
+		// often lives on the caller's stack (the C API's lucid_op).
+		out, _, err := s.forward(c, s, slices.Clone(in), attrs)
 		if err != nil {
 			return nil, err
 		}

@@ -105,6 +105,26 @@ type BlockAllocator interface {
 	FreeBlock(data []byte)
 }
 
+// InlineAllocator is an optional capability of a BlockAllocator whose
+// allocations of up to InlineBytes() bytes are Go heap memory: the storage
+// then holds bytes of at most that size (and at most inlineBytes) in its
+// own allocation, which saves one heap allocation per small op result.
+type InlineAllocator interface {
+	BlockAllocator
+	InlineBytes() int
+}
+
+// inlineBytes is the largest storage kept in one allocation with its bytes.
+const inlineBytes = 64
+
+// inlineStorage is a storage and its bytes in one object of 128 bytes (a size
+// class that is a multiple of 64, so buf is 64-byte aligned).
+type inlineStorage struct {
+	buf [inlineBytes]byte
+	s   Storage
+	_   [128 - inlineBytes - unsafe.Sizeof(Storage{})]byte
+}
+
 type goAllocator struct{}
 
 func (goAllocator) Alloc(n int, _ bool) (data []byte, free func(), err error) {
@@ -153,6 +173,19 @@ func newStorage(nbytes int, zeroed bool) (*Storage, error) {
 	var owned *ownedMemory // nil: Go heap memory
 	var err error
 	switch a := allocator.Load().(allocatorBox).a.(type) {
+	case InlineAllocator:
+		if nbytes > 0 && nbytes <= inlineBytes && nbytes <= a.InlineBytes() {
+			// One allocation for the storage and its bytes (Go memory,
+			// zeroed, 64-byte aligned: the object is in a size class that
+			// is a multiple of 64 and starts with the bytes).
+			p := new(inlineStorage)
+			p.s.data, p.s.goMemory = p.buf[:nbytes:nbytes], true
+			return &p.s, nil
+		}
+		var goHeap bool
+		if data, goHeap, err = a.AllocBlock(nbytes, zeroed); err == nil && !goHeap {
+			owned = &ownedMemory{block: a, data: data}
+		}
 	case BlockAllocator:
 		var goHeap bool
 		if data, goHeap, err = a.AllocBlock(nbytes, zeroed); err == nil && !goHeap {

@@ -58,6 +58,8 @@ static PyObject *fallback_reduce;  /* reduce(op, a, None, keepdim) in Python */
 static PyObject *pinned;           /* dict: function id -> record kept for the library (set_pinned) */
 static PyObject *out_desc_address; /* out_desc_address(ndarray): address of a cached lucid_out */
 static PyTypeObject *ndarray_type;  /* numpy.ndarray */
+static void set_ref(PyObject **slot, PyObject *v);
+static int drain_pending(void);
 static int forward_levels;         /* forward-mode levels open in any thread (set_forward): then the
                                       Python path runs every op, to push tangents (autograd.jvp) */
 
@@ -290,20 +292,50 @@ static PyObject *new_run(int64_t h) {
 
 /* A new pylucid.Tensor for the result a *_meta call described; it owns the
  * handle from here on (released if anything fails). */
-static PyObject *from_meta(const int64_t *m) {
+/* like's shape tuple when it holds the dims in m (an op's result most often
+ * has an input's shape: tuples are immutable, so it is shared), else NULL. */
+static PyObject *same_shape(const int64_t *m, int nd, PyObject *like) {
+    if (like == NULL) {
+        return NULL;
+    }
+    PyObject *sh = ((TensorBase *)like)->shape;
+    if (sh == NULL || !PyTuple_Check(sh) || PyTuple_Size(sh) != nd) {
+        return NULL;
+    }
+    for (int i = 0; i < nd; i++) {
+        PyObject *d = PyTuple_GetItem(sh, i);
+        int overflow = 0;
+        if (d == NULL || !PyLong_Check(d) || PyLong_AsLongLongAndOverflow(d, &overflow) != m[2 + i] || overflow) {
+            PyErr_Clear();
+            return NULL;
+        }
+    }
+    Py_INCREF(sh);
+    return sh;
+}
+
+/* from_meta, sharing the shape tuple of like (a Tensor, or NULL) where it is
+ * the same. */
+static PyObject *from_meta_like(const int64_t *m, PyObject *like) {
     int64_t packed = m[1];
     int code = (int)(packed & 0xFF), nd = (int)((packed >> 8) & 0xFF);
     PyObject *dt = PyTuple_GetItem(by_code, code);
-    PyObject *shape = dt ? PyTuple_New(nd) : NULL;
+    PyObject *shape = dt ? same_shape(m, nd, like) : NULL;
     TensorBase *t = NULL;
-    if (shape == NULL) {
-        goto fail;
-    }
-    for (int i = 0; i < nd; i++) {
-        PyObject *d = PyLong_FromLongLong(m[2 + i]);
-        if (d == NULL || PyTuple_SetItem(shape, i, d) < 0) {
+    if (shape == NULL && dt != NULL) {
+        shape = PyTuple_New(nd);
+        if (shape == NULL) {
             goto fail;
         }
+        for (int i = 0; i < nd; i++) {
+            PyObject *d = PyLong_FromLongLong(m[2 + i]);
+            if (d == NULL || PyTuple_SetItem(shape, i, d) < 0) {
+                goto fail;
+            }
+        }
+    }
+    if (shape == NULL) {
+        goto fail;
     }
     t = (TensorBase *)tensor_alloc(tensor_type, 0);
     if (t == NULL) {
@@ -314,13 +346,9 @@ static PyObject *from_meta(const int64_t *m) {
     t->dtype = dt;
     t->shape = shape;
     t->rg = (packed & LUCID_META_REQUIRES_GRAD) != 0;
-    if (packed & LUCID_META_PENDING) {
-        PyObject *r = PyObject_CallObject(drain, NULL);
-        if (r == NULL) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        Py_DECREF(r);
+    if ((packed & LUCID_META_PENDING) && drain_pending() < 0) {
+        Py_DECREF(t);
+        return NULL;
     }
     return (PyObject *)t;
 fail:
@@ -329,7 +357,19 @@ fail:
     return NULL;
 }
 
+static PyObject *from_meta(const int64_t *m) { return from_meta_like(m, NULL); }
+
+/* The calling thread's mode, as its state.mode last set it (set_mode,
+ * called by _state's setter); tl_mode_known is 0 until the thread's state
+ * exists (reading state.mode creates it, and sets these). */
+static _Thread_local int32_t tl_mode;
+static _Thread_local int tl_mode_known;
+
 static int current_mode(int32_t *mode) {
+    if (tl_mode_known) {
+        *mode = tl_mode;
+        return 0;
+    }
     PyObject *m = PyObject_GetAttr(state, mode_name);
     if (m == NULL) {
         return -1;
@@ -374,10 +414,40 @@ static int check_kind(int32_t code, char kind, const char *what) {
     return 0;
 }
 
+/* The Python path of binary for a fast call's arguments. */
+static PyObject *binary_fallback(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *t = PyTuple_New(nargs), *kw = NULL, *r = NULL;
+    if (t == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SetItem(t, i, args[i]);
+    }
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_Size(kwnames);
+    if (nkw > 0) {
+        kw = PyDict_New();
+        if (kw == NULL) {
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < nkw; j++) {
+            if (PyDict_SetItem(kw, PyTuple_GetItem(kwnames, j), args[nargs + j]) < 0) {
+                goto done;
+            }
+        }
+    }
+    r = PyObject_Call(fallback_binary, t, kw);
+done:
+    Py_DECREF(t);
+    Py_XDECREF(kw);
+    return r;
+}
+
 /* binary(op, a, b, out=out) on two Tensors: lucid_op_n writing into out, a
  * Tensor or (through the Python side's cached descriptor, out_desc_address)
  * a NumPy array; anything else takes the Python path. Returns out itself. */
-static PyObject *binary_out(PyObject *op, PyObject *a, PyObject *b, PyObject *out, PyObject *args, PyObject *kwargs) {
+static PyObject *binary_out(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *out) {
+    PyObject *op = args[0], *a = args[1], *b = args[2];
     lucid_out desc;
     const lucid_out *d = &desc;
     if (is_tensor(out)) {
@@ -394,7 +464,7 @@ static PyObject *binary_out(PyObject *op, PyObject *a, PyObject *b, PyObject *ou
             return NULL;
         }
     } else {
-        return PyObject_Call(fallback_binary, args, kwargs);
+        return binary_fallback(args, nargs, kwnames);
     }
     int32_t code, mode;
     if (op_code(op, &code) < 0 || check_kind(code, OP_BINARY, "binary op") < 0 || current_mode(&mode) < 0) {
@@ -413,27 +483,34 @@ static PyObject *binary_out(PyObject *op, PyObject *a, PyObject *b, PyObject *ou
     return out;
 }
 
-/* binary(op, a, b): lucid_op on two Tensors (op: a binary op's id).
- * Keyword arguments, other argument counts and non-Tensors take the Python
- * path, which raises the usual errors. */
-static PyObject *hot_binary(PyObject *mod, PyObject *args, PyObject *kwargs) {
+/* binary(op, a, b): lucid_op on two Tensors (op: a binary op's id). A fast
+ * call (METH_FASTCALL): ops.minimum, a functools.partial, passes its
+ * arguments without building a tuple. Keyword arguments other than out=,
+ * other argument counts and non-Tensors take the Python path, which raises
+ * the usual errors. */
+static PyObject *hot_binary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     (void)mod;
     PyObject *out = NULL;
-    if (kwargs != NULL && PyDict_Size(kwargs) > 0) {
-        out = PyDict_Size(kwargs) == 1 ? PyDict_GetItemString(kwargs, "out") : NULL; /* borrowed */
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_Size(kwnames);
+    if (nkw > 0) {
+        if (nkw == 1 && nargs == 3) {
+            PyObject *name = PyTuple_GetItem(kwnames, 0);
+            int is_out = PyUnicode_Check(name) ? PyUnicode_CompareWithASCIIString(name, "out") == 0 : 0;
+            out = is_out ? args[3] : NULL;
+        }
         if (out == NULL || out == Py_None) {
-            return PyObject_Call(fallback_binary, args, kwargs);
+            return binary_fallback(args, nargs, kwnames);
         }
     }
-    if (PyTuple_Size(args) != 3) {
-        return PyObject_Call(fallback_binary, args, kwargs);
+    if (nargs != 3) {
+        return binary_fallback(args, nargs, kwnames);
     }
-    PyObject *op = PyTuple_GetItem(args, 0), *a = PyTuple_GetItem(args, 1), *b = PyTuple_GetItem(args, 2);
+    PyObject *op = args[0], *a = args[1], *b = args[2];
     if (forked || forward_levels || !is_tensor(a) || !is_tensor(b)) {
-        return PyObject_Call(fallback_binary, args, kwargs);
+        return binary_fallback(args, nargs, kwnames);
     }
     if (out != NULL) {
-        return binary_out(op, a, b, out, args, kwargs);
+        return binary_out(args, nargs, kwnames, out);
     }
     int32_t code, mode;
     if (op_code(op, &code) < 0 || check_kind(code, OP_BINARY, "binary op") < 0 || current_mode(&mode) < 0) {
@@ -448,7 +525,416 @@ static PyObject *hot_binary(PyObject *mod, PyObject *args, PyObject *kwargs) {
     if (rc) {
         return status_error(rc);
     }
+    return from_meta_like(meta, a);
+}
+
+/* ---- NumPy arrays lent to the library without a Python frame ----
+ * The C path reads an exact numpy.ndarray's fields directly: the public
+ * PyArrayObject_fields layout below (unchanged from NumPy 1.7 to 2.x). It is
+ * checked once against a probe array (set_ndarray); where it does not match,
+ * every array takes the Python path. Only native dtypes known by identity
+ * (np.dtype singletons, bool excluded: its bytes must be checked) are taken;
+ * anything else (byte-swapped, odd strides, too many dims, subclasses) goes
+ * to Python, which converts or raises as before (docs/interop.md). */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    int nd;
+    Py_ssize_t *dimensions;
+    Py_ssize_t *strides;
+    PyObject *base;
+    PyObject *descr;
+    int flags;
+} np_fields;
+
+#define NP_WRITEABLE 0x0400
+#define MAX_NP_DTYPES 16
+static PyObject *np_descrs[MAX_NP_DTYPES]; /* owned */
+static int np_codes[MAX_NP_DTYPES], np_sizes[MAX_NP_DTYPES];
+static int n_np_dtypes;
+static PyObject *borrowed;    /* _runtime._borrowed: token -> owner, until drain pops it */
+static int64_t next_token = (int64_t)1 << 62; /* above the Python side's itertools.count */
+static int ndarray_ok;        /* the probe matched the layout */
+
+/* Lends arr's memory to the library (lucid_tensor_borrow) and fills meta
+ * as lucid_op would for the new tensor. Returns 1 done, 0 when the array
+ * needs the Python path, -1 with an exception set. */
+static int lend_ndarray(PyObject *arr, int64_t *meta) {
+    if (!ndarray_ok || forked || Py_TYPE(arr) != ndarray_type) {
+        return 0;
+    }
+    np_fields *a = (np_fields *)arr;
+    int k = 0;
+    while (k < n_np_dtypes && np_descrs[k] != a->descr) {
+        k++;
+    }
+    if (k == n_np_dtypes || a->nd < 0 || a->nd > LUCID_MAX_DIMS) {
+        return 0;
+    }
+    int nd = a->nd;
+    int64_t isz = np_sizes[k], shape[LUCID_MAX_DIMS], strides[LUCID_MAX_DIMS];
+    int empty = 0;
+    for (int i = 0; i < nd; i++) {
+        if (a->strides[i] % isz != 0) {
+            return 0;
+        }
+        shape[i] = a->dimensions[i];
+        strides[i] = a->strides[i] / isz;
+        empty |= shape[i] == 0;
+    }
+    char *base = a->data;
+    int64_t offset = 0, span = 0;
+    if (!empty) {
+        int64_t lo = 0, hi = 0;
+        for (int i = 0; i < nd; i++) {
+            if (strides[i] < 0) {
+                lo += (shape[i] - 1) * strides[i];
+            } else {
+                hi += (shape[i] - 1) * strides[i];
+            }
+        }
+        base = a->data + lo * isz;
+        offset = -lo;
+        span = (hi - lo + 1) * isz;
+    }
+    int64_t token = next_token++;
+    PyObject *key = PyLong_FromLongLong(token);
+    if (key == NULL || PyDict_SetItem(borrowed, key, arr) < 0) {
+        Py_XDECREF(key);
+        return -1;
+    }
+    lucid_tensor_info info;
+    int rc = lucid_tensor_borrow(base, span, np_codes[k], nd, shape, strides, offset,
+                                 (a->flags & NP_WRITEABLE) == 0, token, &info);
+    if (rc) {
+        if (PyDict_DelItem(borrowed, key) < 0) {
+            PyErr_Clear();
+        }
+        Py_DECREF(key);
+        status_error(rc);
+        return -1;
+    }
+    Py_DECREF(key);
+    meta[0] = info.handle;
+    meta[1] = (int64_t)(info.dtype & 0xFF) | ((int64_t)info.ndim << 8) |
+              (info.requires_grad ? LUCID_META_REQUIRES_GRAD : 0) | (info.pending ? LUCID_META_PENDING : 0);
+    for (int i = 0; i < info.ndim; i++) {
+        meta[2 + i] = info.shape[i];
+    }
+    return 1;
+}
+
+/* from_ndarray(arr): a Tensor sharing arr's memory, or None (the Python
+ * path: from_numpy's conversions and errors). */
+static PyObject *hot_from_ndarray(PyObject *mod, PyObject *arr) {
+    (void)mod;
+    int64_t meta[LUCID_META_LEN];
+    int r = lend_ndarray(arr, meta);
+    if (r < 0) {
+        return NULL;
+    }
+    if (r == 0) {
+        Py_RETURN_NONE;
+    }
     return from_meta(meta);
+}
+
+/* set_ndarray(probe, data, dtypes, borrowed): checks the layout against
+ * probe (a 2-d C-contiguous array whose data address is data), registers
+ * dtypes ((np.dtype, code, itemsize) triples) and the borrowed dict. */
+static PyObject *hot_set_ndarray(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *probe, *dtypes, *bdict;
+    unsigned long long data;
+    if (!PyArg_ParseTuple(args, "OKO!O!", &probe, &data, &PyTuple_Type, &dtypes, &PyDict_Type, &bdict)) {
+        return NULL;
+    }
+    ndarray_ok = 0;
+    if (ndarray_type == NULL || Py_TYPE(probe) != ndarray_type) {
+        PyErr_SetString(PyExc_TypeError, "set_ndarray: call set_out_desc first; probe must be an ndarray");
+        return NULL;
+    }
+    np_fields *a = (np_fields *)probe;
+    PyObject *dt = PyObject_GetAttrString(probe, "dtype");
+    if (dt == NULL) {
+        return NULL;
+    }
+    int ok = (uintptr_t)a->data == (uintptr_t)data && a->nd == 2 && a->dimensions[0] == 3 && a->dimensions[1] == 5 &&
+             a->strides[1] == 4 && a->strides[0] == 20 && a->descr == dt && (a->flags & NP_WRITEABLE);
+    Py_DECREF(dt);
+    for (int i = 0; i < n_np_dtypes; i++) {
+        Py_CLEAR(np_descrs[i]);
+    }
+    n_np_dtypes = 0;
+    Py_ssize_t n = PyTuple_Size(dtypes);
+    for (Py_ssize_t i = 0; i < n && n_np_dtypes < MAX_NP_DTYPES; i++) {
+        PyObject *d;
+        int code, size;
+        if (!PyArg_ParseTuple(PyTuple_GetItem(dtypes, i), "Oii", &d, &code, &size)) {
+            return NULL;
+        }
+        Py_INCREF(d);
+        np_descrs[n_np_dtypes] = d;
+        np_codes[n_np_dtypes] = code;
+        np_sizes[n_np_dtypes] = size;
+        n_np_dtypes++;
+    }
+    set_ref(&borrowed, bdict);
+    ndarray_ok = ok;
+    return PyBool_FromLong(ok);
+}
+
+/* The library has items to hand back (LUCID_META_PENDING). Most often
+ * they are tokens of NumPy arrays lent to it (this file's lend_ndarray, or
+ * from_numpy): those are dropped from the borrowed dict here, without a
+ * Python frame. Every 16th time, or when the buffer queue was empty, or when
+ * a token's owner is anything else (a DLPack owner, whose release is
+ * Python's business: that token is put back in the dict as it was), the
+ * Python drain runs too, for the functions queue (docs/autograd.md). */
+static int drain_calls;
+
+static int drain_pending(void) {
+    int64_t items[64];
+    int32_t n = 0;
+    int python = (++drain_calls & 15) == 0;
+    if (forked || borrowed == NULL || lucid_drain(LUCID_QUEUE_BUFFERS, items, 64, &n) != 0) {
+        n = 0;
+        python = 1;
+    }
+    if (n == 0) {
+        python = 1;
+    }
+    PyObject *keep = NULL; /* owners that are not arrays: Python's to release */
+    for (int32_t i = 0; i < n; i++) {
+        PyObject *key = PyLong_FromLongLong(items[i]);
+        if (key == NULL) {
+            return -1; /* the token is lost: its owner stays in the dict (a leak, not a crash) */
+        }
+        PyObject *owner = PyDict_GetItemWithError(borrowed, key); /* borrowed reference */
+        if (owner != NULL && ndarray_type != NULL && Py_TYPE(owner) == ndarray_type) {
+            Py_INCREF(owner);
+            if (PyDict_DelItem(borrowed, key) < 0) {
+                PyErr_Clear();
+            }
+            Py_DECREF(owner); /* may free the array: nothing runs Python code there */
+        } else if (owner != NULL) {
+            /* Leave it to Python: a later drain finds it through this list. */
+            if (keep == NULL) {
+                keep = PyList_New(0);
+            }
+            if (keep == NULL || PyList_Append(keep, key) < 0) {
+                PyErr_Clear();
+            }
+            python = 1;
+        } else if (PyErr_Occurred()) {
+            Py_DECREF(key);
+            Py_XDECREF(keep);
+            return -1;
+        }
+        Py_DECREF(key);
+    }
+    PyObject *r;
+    if (keep != NULL) {
+        r = PyObject_CallFunctionObjArgs(drain, keep, NULL);
+        Py_DECREF(keep);
+    } else if (python) {
+        r = PyObject_CallObject(drain, NULL);
+    } else {
+        return 0;
+    }
+    if (r == NULL) {
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
+/* The gradient handle for g in a backward call: a Tensor's own (*temp 0),
+ * None (0), or an exact ndarray lent for the call (*temp: the new handle,
+ * released by the caller). Returns 1, 0 for the Python path, -1 on error. */
+static int grad_handle(PyObject *g, int64_t *h, int64_t *temp) {
+    *temp = 0;
+    if (g == Py_None) {
+        *h = 0;
+        return 1;
+    }
+    if (is_tensor(g)) {
+        *h = ((TensorBase *)g)->h;
+        return 1;
+    }
+    int64_t meta[LUCID_META_LEN];
+    int r = lend_ndarray(g, meta);
+    if (r == 1) {
+        *h = *temp = meta[0];
+        int nd = (int)((meta[1] >> 8) & 0xFF);
+        if (nd == 0 || (nd == 1 && meta[2] <= 4096)) {
+            *temp = -meta[0]; /* small: released in the batch, as a dropped small tensor's handle */
+        }
+        if ((meta[1] & LUCID_META_PENDING) && drain_pending() < 0) {
+            lucid_release(meta[0]);
+            *temp = 0;
+            return -1;
+        }
+    }
+    return r;
+}
+
+/* Releases the handles grad_handle lent (negative: a small array's, which
+ * waits in the batch of dropped small tensors; its token, and so the array,
+ * comes back at the next flush). */
+static void release_temps(const int64_t *temps, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (temps[i] == 0 || forked) {
+            continue;
+        }
+        if (temps[i] < 0) {
+            dead[ndead++] = -temps[i];
+            if (ndead == DEAD_CAP) {
+                flush_dead();
+            }
+        } else {
+            lucid_release(temps[i]);
+        }
+    }
+}
+
+/* backward_grad(t, g, flags): t.backward(g) with g a Tensor or an ndarray
+ * (lent for the call), flags lucid.h's (retain_graph); None when done, a Run
+ * stopped at a Python Function, or NotImplemented for the Python path. */
+static PyObject *hot_backward_grad(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *t, *g;
+    int flags;
+    if (!PyArg_ParseTuple(args, "OOi", &t, &g, &flags)) {
+        return NULL;
+    }
+    if (forked || !is_tensor(t) || g == Py_None) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    int32_t mode;
+    int64_t gh, temp;
+    int r = grad_handle(g, &gh, &temp);
+    if (r <= 0) {
+        if (r == 0) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        return NULL;
+    }
+    if (current_mode(&mode) < 0) {
+        release_temps(&temp, 1);
+        return NULL;
+    }
+    int64_t root = ((TensorBase *)t)->h, run = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = lucid_backward_run(&root, &gh, 1, flags, mode, &run);
+    Py_END_ALLOW_THREADS
+    release_temps(&temp, 1);
+    if (rc) {
+        return status_error(rc);
+    }
+    if (run == 0) {
+        Py_RETURN_NONE;
+    }
+    return new_run(run);
+}
+
+#define MAX_GRAD_ARGS 8
+
+/* grad_run(outputs, grad_outputs, inputs, flags): autograd.grad's common
+ * forms. outputs and inputs are tuples of Tensors, grad_outputs None or a
+ * tuple as long as outputs of Tensors, ndarrays (lent for the call) or
+ * None. Returns the tuple of gradients (None: unused), a Run stopped at a
+ * Python Function (the caller drives it and reads the result), or
+ * NotImplemented for the Python path. */
+static PyObject *hot_grad_run(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *outs, *gouts, *ins;
+    int flags;
+    if (!PyArg_ParseTuple(args, "O!OO!i", &PyTuple_Type, &outs, &gouts, &PyTuple_Type, &ins, &flags)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_Size(outs), ni = PyTuple_Size(ins);
+    if (forked || n < 1 || n > MAX_GRAD_ARGS || ni > MAX_GRAD_ARGS ||
+        (gouts != Py_None && (!PyTuple_Check(gouts) || PyTuple_Size(gouts) != n))) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    int64_t roots[MAX_GRAD_ARGS], inh[MAX_GRAD_ARGS], gh[MAX_GRAD_ARGS], temps[MAX_GRAD_ARGS] = {0};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyTuple_GetItem(outs, i);
+        if (!is_tensor(o)) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        roots[i] = ((TensorBase *)o)->h;
+    }
+    for (Py_ssize_t i = 0; i < ni; i++) {
+        PyObject *o = PyTuple_GetItem(ins, i);
+        if (!is_tensor(o)) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        inh[i] = ((TensorBase *)o)->h;
+    }
+    if (gouts != Py_None) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int r = grad_handle(PyTuple_GetItem(gouts, i), &gh[i], &temps[i]);
+            if (r <= 0) {
+                release_temps(temps, i);
+                if (r == 0) {
+                    Py_RETURN_NOTIMPLEMENTED;
+                }
+                return NULL;
+            }
+        }
+    }
+    int32_t mode;
+    if (current_mode(&mode) < 0) {
+        release_temps(temps, n);
+        return NULL;
+    }
+    int64_t meta[MAX_GRAD_ARGS * LUCID_META_LEN];
+    int64_t run = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = lucid_backward_grad(roots, gouts == Py_None ? NULL : gh, (int32_t)n, ni ? inh : NULL, (int32_t)ni, flags,
+                             mode, &run, meta);
+    Py_END_ALLOW_THREADS
+    release_temps(temps, n);
+    if (rc) {
+        return status_error(rc);
+    }
+    if (run != 0) {
+        return new_run(run);
+    }
+    PyObject *res = PyTuple_New(ni);
+    if (res == NULL) {
+        for (Py_ssize_t i = 0; i < ni; i++) {
+            if (meta[i * LUCID_META_LEN] != 0) {
+                lucid_release(meta[i * LUCID_META_LEN]);
+            }
+        }
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < ni; i++) {
+        int64_t *m = &meta[i * LUCID_META_LEN];
+        PyObject *x;
+        if (m[0] == 0) {
+            Py_INCREF(Py_None);
+            x = Py_None;
+        } else {
+            x = from_meta_like(m, PyTuple_GetItem(ins, i)); /* owns (or releases) the handle */
+        }
+        if (x == NULL) {
+            for (Py_ssize_t j = i + 1; j < ni; j++) {
+                if (meta[j * LUCID_META_LEN] != 0) {
+                    lucid_release(meta[j * LUCID_META_LEN]);
+                }
+            }
+            Py_DECREF(res);
+            return NULL;
+        }
+        PyTuple_SetItem(res, i, x);
+    }
+    return res;
 }
 
 /* How long one wait for a job lasts before the thread comes back for the
@@ -529,7 +1015,7 @@ static PyObject *hot_grad(PyObject *mod, PyObject *t) {
     if (meta[0] == 0) {
         Py_RETURN_NONE;
     }
-    return from_meta(meta);
+    return from_meta_like(meta, t);
 }
 
 /* backward_run(t): lucid_backward_run from t with an implicit gradient, no
@@ -611,6 +1097,18 @@ static PyObject *hot_set_out_desc(PyObject *mod, PyObject *args) {
     }
     set_ref(&out_desc_address, fn);
     set_ref((PyObject **)&ndarray_type, tp);
+    Py_RETURN_NONE;
+}
+
+/* set_mode(m): the calling thread's state.mode changed to m. */
+static PyObject *hot_set_mode(PyObject *mod, PyObject *v) {
+    (void)mod;
+    long m = PyLong_AsLong(v);
+    if (m == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    tl_mode = (int32_t)m;
+    tl_mode_known = 1;
     Py_RETURN_NONE;
 }
 
@@ -952,17 +1450,24 @@ static PyObject *hot_init(PyObject *mod, PyObject *args) {
 
 static PyMethodDef hot_methods[] = {
     {"init", hot_init, METH_VARARGS, "Registers the Python side (called once by pylucid.tensor)."},
-    {"binary", (PyCFunction)(void (*)(void))hot_binary, METH_VARARGS | METH_KEYWORDS,
+    {"binary", (PyCFunction)(void (*)(void))hot_binary, METH_FASTCALL | METH_KEYWORDS,
      "binary(op, a, b): the op on two Tensors (others: the Python path)."},
     {"reduce_all", hot_reduce_all, METH_VARARGS, "reduce_all(op, a, keepdim): a one-output reduction over all dims."},
     {"grad", hot_grad, METH_O, "grad(t): the accumulated gradient of t, or None."},
     {"backward_run", hot_backward_run, METH_O,
      "backward_run(t): the common backward call; None, or a Run stopped at a Python Function."},
+    {"backward_grad", hot_backward_grad, METH_VARARGS,
+     "backward_grad(t, g, flags): t.backward(g), g a Tensor or ndarray; None, a Run, or NotImplemented."},
+    {"grad_run", hot_grad_run, METH_VARARGS,
+     "grad_run(outputs, grad_outputs, inputs, flags): autograd.grad's common forms (a tuple, a Run or NotImplemented)."},
+    {"from_ndarray", hot_from_ndarray, METH_O, "from_ndarray(arr): a Tensor lending arr's memory, or None."},
+    {"set_ndarray", hot_set_ndarray, METH_VARARGS, "set_ndarray(probe, data, dtypes, borrowed): see _hot.c."},
     {"set_grad", hot_set_grad, METH_VARARGS, "set_grad(t, g): t.grad = g (a Tensor or None)."},
     {"flush", hot_flush, METH_NOARGS, "Releases the handles of dropped tensors waiting in the batch."},
     {"pending", hot_pending, METH_NOARGS, "How many dropped tensors' handles wait in the batch."},
     {"gc_started", hot_gc_started, METH_NOARGS, "Called as each collection starts (gc.callbacks)."},
     {"set_out_desc", hot_set_out_desc, METH_VARARGS, "set_out_desc(fn, ndarray): NumPy out= descriptors."},
+    {"set_mode", hot_set_mode, METH_O, "set_mode(m): the calling thread's state.mode is now m."},
     {"set_forward", hot_set_forward, METH_O, "set_forward(n): forward-mode levels open (the Python path runs ops)."},
     {"set_pinned", hot_set_pinned, METH_O, "set_pinned(d): where records the library may still need wait."},
     {"release", hot_release, METH_O, "release(t): lets go of t's handle as dropping t would (t._h becomes 0)."},

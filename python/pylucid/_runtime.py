@@ -102,10 +102,17 @@ def flush_released() -> None:
         raise_status(rc)
 
 
-def drain() -> None:
-    """Forgets buffers and functions the native library no longer uses."""
+def drain(tokens: Optional[Sequence[int]] = None) -> None:
+    """Forgets buffers and functions the native library no longer uses.
+    tokens: buffer tokens already popped from the library's queue (by
+    _hot.c's drain_pending, which hands back those whose owner is not a
+    NumPy array)."""
     done: list[Any] = []
     with _drain_lock:
+        for tok in tokens or ():
+            obj = _borrowed.pop(tok, None)
+            if obj is not None:
+                done.append(obj)
         for queue, table in ((lib.LUCID_QUEUE_BUFFERS, _borrowed), (lib.LUCID_QUEUE_FUNCTIONS, functions)):
             while True:
                 rc = lib.lucid_drain(queue, _drain_buf, 256, _drain_count)

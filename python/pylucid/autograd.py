@@ -260,6 +260,28 @@ def grad(outputs: Union[Tensor, Sequence[Tensor]], inputs: Union[Tensor, Sequenc
          grad_outputs: Optional[Sequence[Any]] = None, retain_graph: Optional[bool] = None,
          create_graph: bool = False, allow_unused: bool = False) -> Tuple[Optional[Tensor], ...]:
     """The gradients of ``outputs`` with respect to ``inputs`` (no ``.grad`` is touched)."""
+    if _hot is not None and not create_graph:
+        # The common forms in C (_hot.c): Tensors, and gradients given as
+        # Tensors, NumPy arrays (lent for the call) or None.
+        outs = outputs if type(outputs) is tuple else (outputs,) if type(outputs) is Tensor else tuple(outputs) \
+            if type(outputs) is list else None
+        ins_t = inputs if type(inputs) is tuple else (inputs,) if type(inputs) is Tensor else tuple(inputs) \
+            if type(inputs) is list else None
+        if grad_outputs is None or type(grad_outputs) is tuple:
+            gos: Any = grad_outputs
+        elif type(grad_outputs) is list:
+            gos = tuple(grad_outputs)
+        else:
+            gos = (grad_outputs,)
+        if outs is not None and ins_t is not None:
+            _flags = (_FLAG_RETAIN if retain_graph else 0) | (_FLAG_ALLOW_UNUSED if allow_unused else 0)
+            if _lib._forked:
+                _lib.check_fork()
+            r = _hot.grad_run(outs, gos, ins_t, _flags)
+            if r is not NotImplemented:
+                if type(r) is tuple:
+                    return r
+                return tuple(_drive(r, list(ins_t), False))
     roots = _tensors(outputs)
     ins = _tensors(inputs)
     grads = None

@@ -57,6 +57,12 @@ def from_numpy(arr: np.ndarray, requires_grad: bool = False) -> "Tensor":
     Byte-swapped arrays, and arrays whose strides are not a multiple of the
     item size, are converted (copied) first.
     """
+    if _hot is not None and type(arr) is np.ndarray:
+        t = _hot_from_ndarray(arr)  # the common case in C (_hot.c); None: the conversions below
+        if t is not None:
+            if requires_grad:
+                t.requires_grad_(True)
+            return t  # type: ignore[no-any-return]
     _lib.check_fork()
     if not isinstance(arr, np.ndarray):
         raise TypeError("from_numpy expects a numpy.ndarray, got %s" % type(arr).__name__)
@@ -441,6 +447,15 @@ class Tensor(_TensorBase):
                 return
             late.run([self], None, None, 0, False)
             return
+        if gradient is not None and not create_graph and _hot is not None and type(self) is Tensor:
+            # backward(g), g a Tensor or a NumPy array (lent for the call), in C.
+            if _lib._forked:
+                _lib.check_fork()
+            stopped = _hot.backward_grad(self, gradient, 1 if retain_graph else 0)
+            if stopped is not NotImplemented:
+                if stopped is not None:
+                    late.drive(stopped, None, False)
+                return
         late.backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
                  create_graph=create_graph)
 
@@ -1087,6 +1102,21 @@ if _hot is not None:
               bytes(_hot_kind(s) for s in _lib.schema_table()))
     _hot.set_pinned(functions)
     _hot.set_out_desc(out_desc_address, np.ndarray)
+    def _lendable(d: dtype) -> Optional[np.dtype[Any]]:
+        """d's NumPy dtype where _hot.from_ndarray may take it (bool: its
+        bytes need checking; bfloat16 without ml_dtypes has none)."""
+        try:
+            nd = np.dtype(d.numpy_dtype)
+        except TypeError:
+            return None
+        return nd if d is not bool_ and from_numpy_dtype(nd) is d else None
+
+    _probe = np.zeros((3, 5), np.float32)
+    _hot.set_ndarray(_probe, _probe.__array_interface__["data"][0],
+                     tuple((_lendable(d), d.code, d.itemsize) for d in BY_CODE.values() if _lendable(d) is not None),
+                     _borrowed)
+    del _probe
+    _hot_from_ndarray = _hot.from_ndarray
     binary = _hot.binary
     _hot_reduce_all = _hot.reduce_all
     _hot_grad = _hot.grad

@@ -1,0 +1,325 @@
+"""The C paths of backward(gradient), autograd.grad and from_numpy (_hot.c):
+the same gradients, bit for bit, as the Python path; the same exceptions
+with the same messages; handles and borrowed buffers back to their
+baseline; and threads."""
+
+import gc
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import pylucid
+from pylucid import autograd, ops
+from pylucid._runtime import _hot
+from pylucid.autograd import Function
+
+_tensor_mod = sys.modules["pylucid.tensor"]
+
+pytestmark = pytest.mark.skipif(_hot is None, reason="no C extension (ABI mode)")
+
+
+def _pair(n, dtype=np.float32, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(n).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+    a[::3] = b[::3]  # ties
+    return a, b
+
+
+def _leaves(a, b):
+    return pylucid.from_numpy(a.copy(), requires_grad=True), pylucid.from_numpy(b.copy(), requires_grad=True)
+
+
+def _bits(t):
+    return None if t is None else t.numpy().tobytes()
+
+
+def _run_backward(a, b, g, python, retain=None):
+    x, y = _leaves(a, b)
+    out = ops.minimum(x, y) * 3.0
+    if python:
+        autograd.backward([out], [g], retain_graph=retain)  # the Python path (autograd._run)
+    else:
+        out.backward(g, retain_graph=retain)
+    return _bits(x.grad), _bits(y.grad)
+
+
+def _python_grad(*args, **kw):
+    saved = autograd._hot
+    autograd._hot = None
+    try:
+        return autograd.grad(*args, **kw)
+    finally:
+        autograd._hot = saved
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("form", ["tensor", "ndarray", "strided", "readonly"])
+def test_backward_gradient_matches_python_path(n, dtype, form):
+    a, b = _pair(n, dtype)
+    gn = np.random.default_rng(5).standard_normal(2 * n).astype(dtype)
+    if form == "strided":
+        g = gn[::-2]  # negative strides: lent as they are
+    else:
+        g = gn[:n].copy()
+        if form == "readonly":
+            g.flags.writeable = False
+        if form == "tensor":
+            g = pylucid.from_numpy(g)
+    assert _run_backward(a, b, g, python=False) == _run_backward(a, b, g, python=True)
+
+
+def test_backward_gradient_reaches_c_path():
+    calls = []
+    real = _hot.backward_grad
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(_hot, name)
+
+        def backward_grad(self, *args):
+            r = real(*args)
+            calls.append(r)
+            return r
+
+    saved = _tensor_mod._hot
+    _tensor_mod._hot = Spy()
+    try:
+        a, b = _pair(4)
+        x, y = _leaves(a, b)
+        ops.minimum(x, y).backward(np.ones(4, np.float32))
+        ops.minimum(x, y).backward(pylucid.from_numpy(np.ones(4, np.float32)))
+    finally:
+        _tensor_mod._hot = saved
+    assert calls == [None, None]  # done in C, never NotImplemented
+
+
+def test_backward_retain_graph_with_gradient():
+    a, b = _pair(5)
+    g = np.arange(5, dtype=np.float32)
+    x, y = _leaves(a, b)
+    out = ops.minimum(x, y)
+    out.backward(g, retain_graph=True)
+    out.backward(g)
+    x2, y2 = _leaves(a, b)
+    out2 = ops.minimum(x2, y2)
+    autograd.backward([out2], [g], retain_graph=True)
+    autograd.backward([out2], [g])
+    assert _bits(x.grad) == _bits(x2.grad) and _bits(y.grad) == _bits(y2.grad)
+    win = (a <= b) | np.isnan(a)
+    np.testing.assert_array_equal(x.grad.numpy(), np.where(win, 2 * g, 0))
+
+
+def test_backward_python_scalar_gradient():
+    x = pylucid.tensor(3.0, requires_grad=True)
+    (x * x).backward(2.0)
+    np.testing.assert_array_equal(x.grad.numpy(), np.float32(12.0))
+
+
+def _error(fn):
+    with pytest.raises(Exception) as e:
+        fn()
+    return type(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("bad", ["shape_nd", "shape_t", "dtype_nd", "dtype_t"])
+def test_backward_gradient_errors_match(bad):
+    a, b = _pair(4)
+    g = {"shape_nd": np.ones(3, np.float32), "shape_t": pylucid.from_numpy(np.ones(3, np.float32)),
+         "dtype_nd": np.ones(4, np.int64), "dtype_t": pylucid.from_numpy(np.ones(4, np.int32))}[bad]
+
+    def outcome(python):
+        x, y = _leaves(a, b)
+        try:
+            if python:
+                autograd.backward([ops.minimum(x, y)], [g])
+            else:
+                ops.minimum(x, y).backward(g)
+        except Exception as e:  # noqa: BLE001
+            return type(e), str(e)
+        return _bits(x.grad), _bits(y.grad)  # the engine accepts it (dtype): the same gradients
+
+    oc = outcome(False)
+    assert oc == outcome(True)
+    if bad.startswith("shape"):
+        assert oc[0] is RuntimeError and "shape" in oc[1]
+
+
+def test_second_backward_and_nonscalar_errors_match():
+    a, b = _pair(4)
+    g = np.ones(4, np.float32)
+
+    def twice(python):
+        x, y = _leaves(a, b)
+        out = ops.minimum(x, y) * 2.0
+        if python:
+            autograd.backward([out], [g])
+            autograd.backward([out], [g])
+        else:
+            out.backward(g)
+            out.backward(g)
+
+    ec, ep = _error(lambda: twice(False)), _error(lambda: twice(True))
+    assert ec == ep and ec[0] is RuntimeError and "retain_graph=True" in ec[1]
+
+    def nonscalar(python):
+        x, y = _leaves(a, b)
+        if python:
+            autograd.grad(ops.minimum(x, y), [x], create_graph=True)  # Python path, grad_outputs None
+        else:
+            autograd.grad(ops.minimum(x, y), [x])
+
+    ec, ep = _error(lambda: nonscalar(False)), _error(lambda: nonscalar(True))
+    assert ec == ep
+
+
+@pytest.mark.parametrize("go_form", [None, "tensor", "ndarray", "list", "none_entry"])
+@pytest.mark.parametrize("allow_unused", [False, True])
+def test_grad_matches_python_path(go_form, allow_unused):
+    a, b = _pair(9)
+    x, y = _leaves(a, b)
+    z = pylucid.from_numpy(np.ones(9, np.float32), requires_grad=True)
+
+    def outs():
+        m = ops.minimum(x, y)
+        return m.sum() if go_form in (None, "none_entry") else m * 1.5
+
+    g = np.linspace(-1, 1, 9).astype(np.float32)
+    go = {None: None, "tensor": pylucid.from_numpy(g), "ndarray": g, "list": [g], "none_entry": [None]}[go_form]
+    ins = [x, y, z] if allow_unused else (x, y)
+    r_c = autograd.grad(outs(), ins, go, allow_unused=allow_unused)
+    r_p = _python_grad(outs(), ins, go, allow_unused=allow_unused)
+    assert type(r_c) is tuple and len(r_c) == len(r_p)
+    assert [_bits(t) for t in r_c] == [_bits(t) for t in r_p]
+    assert x.grad is None and y.grad is None
+
+
+def test_grad_errors_match():
+    a, b = _pair(4)
+    x, y = _leaves(a, b)
+    z = pylucid.from_numpy(np.ones(4, np.float32), requires_grad=True)
+    ec = _error(lambda: autograd.grad(ops.minimum(x, y).sum(), [x, z]))
+    ep = _error(lambda: _python_grad(ops.minimum(x, y).sum(), [x, z]))
+    assert ec == ep
+    ec = _error(lambda: autograd.grad(ops.minimum(x, y), [x], np.ones(5, np.float32)))
+    ep = _error(lambda: _python_grad(ops.minimum(x, y), [x], np.ones(5, np.float32)))
+    assert ec == ep
+    ec = _error(lambda: autograd.grad([ops.minimum(x, y)], [x], [None, None]))
+    ep = _error(lambda: _python_grad([ops.minimum(x, y)], [x], [None, None]))
+    assert ec == ep
+
+
+class Twice(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+
+
+def test_python_function_in_graph():
+    a, b = _pair(6)
+    g = np.arange(6, dtype=np.float32)
+    x, y = _leaves(a, b)
+    Twice.apply(ops.minimum(x, y)).backward(g)
+    win = (a <= b) | np.isnan(a)
+    np.testing.assert_array_equal(x.grad.numpy(), np.where(win, 2 * g, 0))
+    gx, gy = autograd.grad(Twice.apply(ops.minimum(x, y)), (x, y), g)
+    np.testing.assert_array_equal(gx.numpy(), np.where(win, 2 * g, 0))
+    np.testing.assert_array_equal(gy.numpy(), np.where(win, 0, 2 * g))
+
+
+@pytest.mark.parametrize("arr", [
+    np.arange(6, dtype=np.float32),
+    np.arange(12, dtype=np.float64).reshape(3, 4)[:, ::-2],
+    np.arange(24, dtype=np.int64).reshape(2, 3, 4).transpose(2, 0, 1),
+    np.array(3.5, dtype=np.float16),
+    np.zeros((0, 3), np.int32),
+    np.arange(5, dtype=np.uint8),
+    np.arange(4, dtype=">f4"),  # byte-swapped: the Python path converts it
+    np.array([0, 1, 1], dtype=np.bool_),
+])
+def test_from_numpy_c_path(arr):
+    t = pylucid.from_numpy(arr)
+    np.testing.assert_array_equal(t.numpy(), arr)
+    assert t.numpy().dtype == arr.dtype.newbyteorder("=")
+    t2 = pylucid.from_numpy(arr, requires_grad=arr.dtype.kind == "f")
+    assert t2.requires_grad == (arr.dtype.kind == "f")
+
+
+def test_from_numpy_shares_memory_and_readonly():
+    a = np.zeros(4, np.float32)
+    t = pylucid.from_numpy(a)
+    a[1] = 7
+    assert t.numpy()[1] == 7
+    r = np.ones(3, np.float32)
+    r.flags.writeable = False
+    tr = pylucid.from_numpy(r)
+    assert not tr.numpy().flags.writeable
+
+
+def test_from_numpy_errors_unchanged():
+    with pytest.raises(TypeError, match="complex"):
+        pylucid.from_numpy(np.ones(2, np.complex64))
+    with pytest.raises(TypeError, match="from_numpy expects"):
+        pylucid.from_numpy([1.0])
+
+
+def _counts():
+    gc.collect()
+    pylucid._collect()
+    s = pylucid._stats()
+    return s["handles"], s["borrowed"]
+
+
+def test_no_leaks():
+    a, b = _pair(100)
+    x, y = _leaves(a, b)
+    g = np.ones(100, np.float32)
+    for _ in range(3):  # warm
+        ops.minimum(x, y).backward(g)
+    x.grad = None
+    y.grad = None
+    base = _counts()
+    for _ in range(200):
+        ops.minimum(x, y).backward(g)
+        ops.minimum(x, y).backward(pylucid.from_numpy(g))
+        autograd.grad(ops.minimum(x, y), (x, y), g)
+        autograd.grad([ops.minimum(x, y)], [x], [g])
+        pylucid.from_numpy(g)
+        with pytest.raises(RuntimeError):
+            ops.minimum(x, y).backward(np.ones(3, np.float32))
+        x.grad = None
+        y.grad = None
+    assert _counts() == base
+
+
+def test_threads():
+    a, b = _pair(50)
+    g = np.linspace(0, 1, 50).astype(np.float32)
+    x0, y0 = _leaves(a, b)
+    want = [_bits(t) for t in _python_grad(ops.minimum(x0, y0), (x0, y0), g)]
+    errors = []
+
+    def work():
+        try:
+            for _ in range(200):
+                x, y = _leaves(a, b)
+                ops.minimum(x, y).backward(g)
+                assert [_bits(x.grad), _bits(y.grad)] == want
+                r = autograd.grad(ops.minimum(x, y), (x, y), g)
+                assert [_bits(t) for t in r] == want
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
