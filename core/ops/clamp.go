@@ -155,11 +155,7 @@ func clampInto(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, out *ten
 	if err != nil {
 		return nil, nil, err
 	}
-	shape, err := broadcastAll(cast[:]...)
-	if err != nil {
-		return nil, nil, errs.Valuef("clamp: %w", err)
-	}
-	views, err := broadcastViews(shape, cast[:]...)
+	shape, views, err := operandViews(s.Name, cast[:]...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -208,14 +204,7 @@ func clampJVP(c *Context, k *jvpCall, tangents []*tensor.Tensor) ([]*tensor.Tens
 
 // clampRoute splits g between x, lo and hi by clamp's rule.
 func clampRoute(c *Context, x, lo, hi, g *tensor.Tensor) ([]*tensor.Tensor, error) {
-	if err := checkInputs(clampRouteOp.Name, x, lo, hi, g); err != nil {
-		return nil, err
-	}
-	shape, err := broadcastAll(x, lo, hi, g)
-	if err != nil {
-		return nil, err
-	}
-	views, err := broadcastViews(shape, x, lo, hi, g)
+	shape, views, err := operandViews(clampRouteOp.Name, x, lo, hi, g)
 	if err != nil {
 		return nil, err
 	}
@@ -261,14 +250,7 @@ func clampRouteVJP(c *Context, _ *node, grads, saved []*tensor.Tensor) ([]*tenso
 // clampSelect returns dx, dlo or dhi, whichever operand wins at each
 // element.
 func clampSelect(c *Context, x, lo, hi, dx, dlo, dhi *tensor.Tensor) (*tensor.Tensor, error) {
-	if err := checkInputs(clampSelectOp.Name, x, lo, hi, dx, dlo, dhi); err != nil {
-		return nil, err
-	}
-	shape, err := broadcastAll(x, lo, hi, dx, dlo, dhi)
-	if err != nil {
-		return nil, err
-	}
-	views, err := broadcastViews(shape, x, lo, hi, dx, dlo, dhi)
+	shape, views, err := operandViews(clampSelectOp.Name, x, lo, hi, dx, dlo, dhi)
 	if err != nil {
 		return nil, err
 	}

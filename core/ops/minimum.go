@@ -147,14 +147,7 @@ func init() { selectOp.vjp = selectVJP }
 
 // route splits g between a and b by selection rule r.
 func route(c *Context, r backend.Rule, a, b, g *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
-	if err := checkInputs(routeOp.Name, a, b, g); err != nil {
-		return nil, nil, err
-	}
-	shape, err := broadcastAll(a, b, g)
-	if err != nil {
-		return nil, nil, err
-	}
-	views, err := broadcastViews(shape, a, b, g)
+	shape, views, err := operandViews(routeOp.Name, a, b, g)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -190,14 +183,7 @@ func routeVJP(c *Context, n *node, grads, saved []*tensor.Tensor) ([]*tensor.Ten
 
 // selectBy returns x where a wins (by rule r) and y elsewhere.
 func selectBy(c *Context, r backend.Rule, a, b, x, y *tensor.Tensor) (*tensor.Tensor, error) {
-	if err := checkInputs(selectOp.Name, a, b, x, y); err != nil {
-		return nil, err
-	}
-	shape, err := broadcastAll(a, b, x, y)
-	if err != nil {
-		return nil, err
-	}
-	views, err := broadcastViews(shape, a, b, x, y)
+	shape, views, err := operandViews(selectOp.Name, a, b, x, y)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,21 @@ func broadcastAll(ts ...*tensor.Tensor) ([]int, error) {
 	return shape, nil
 }
 
+// operandViews checks that op name's operands are all given and returns
+// their broadcast shape and each one viewed with it (the selection kernels'
+// operands).
+func operandViews(name string, ts ...*tensor.Tensor) ([]int, []*tensor.Tensor, error) {
+	if err := checkInputs(name, ts...); err != nil {
+		return nil, nil, err
+	}
+	shape, err := broadcastAll(ts...)
+	if err != nil {
+		return nil, nil, errs.Valuef("%s: %w", name, err)
+	}
+	views, err := broadcastViews(shape, ts...)
+	return shape, views, err
+}
+
 func broadcastViews(shape []int, ts ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	out := make([]*tensor.Tensor, len(ts))
 	for i, t := range ts {
