@@ -53,6 +53,16 @@ func BenchmarkMinMaxArgReduce(b *testing.B) {
 					}
 				}
 			})
+			// amax without a gradient: values only (no positions)
+			b.Run(fmt.Sprintf("amax/%s/float32/%dx%d/threads=%d", c.name, n, n, threads), func(b *testing.B) {
+				vals := must(b)(tensor.Empty(dtype.Float32, c.keep))
+				b.SetBytes(4 * n * n)
+				for i := 0; i < b.N; i++ {
+					if err := be.ArgReduce(backend.RuleMax, vals, nil, c.a); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 	b.Run(fmt.Sprintf("loop/argmax/all/float32/%dx%d", n, n), func(b *testing.B) {

@@ -267,7 +267,13 @@ func TestArgReduceMatchesRefAndOracle(t *testing.T) {
 						idx2 := must(t)(tensor.Empty(dtype.Int64, keep))
 						require.NoError(t, be.ArgReduce(rule, nil, idx2, a), bn)
 						require.Equal(t, wantIdx.Int64s(), idx2.Int64s(), "%s: positions without values", bn)
+						vals2 := must(t)(tensor.Empty(dt, keep))
+						require.NoError(t, be.ArgReduce(rule, vals2, nil, a), bn)
+						require.Equal(t, wantVals.Bits(), vals2.Bits(), "%s: values without positions", bn)
 					}
+					refVals := must(t)(tensor.Empty(dt, keep))
+					require.NoError(t, ref.Backend{}.ArgReduce(rule, refVals, nil, a), name)
+					require.Equal(t, wantVals.Bits(), refVals.Bits(), "%s: ref values without positions", name)
 				}
 			}
 		}
@@ -328,6 +334,86 @@ func TestArgReduceLargeDeterministic(t *testing.T) {
 						require.NoError(t, be.ArgReduce(rule, vals, idx, a), name)
 						require.Equal(t, want, idx.Int64s(), "%s threads=%v", name, threadsOf(be))
 						require.Equal(t, wantVals, vals.Bits(), "%s: values", name)
+						vals2 := must(t)(tensor.Empty(dt, keep))
+						require.NoError(t, be.ArgReduce(rule, vals2, nil, a), name)
+						require.Equal(t, wantVals, vals2.Bits(), "%s: values without positions", name)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Values without positions (ArgReduce with a nil idx): the cpu backend
+// folds contiguous rows with plain SIMD minimum/maximum lanes where that
+// settles the winner's bits (no NaN, a non-zero best), and with positions
+// where it does not. The data make both happen in one tensor: ordinary
+// values in most slices, and slices whose best is a zero of either sign
+// (first -0 or first +0), a NaN (payloads and signs), or an infinity, plus
+// the tie-heavy data of TestArgReduceMatchesRefAndOracle.
+func TestArgReduceValuesOnly(t *testing.T) {
+	cases := []reduceCase{
+		{[]int{64, 300}, []int{1}},  // short rows, each one contiguous run
+		{[]int{9, 1000}, []int{1}},  // rows with a tail after the SIMD prefix
+		{[]int{3, 70000}, []int{1}}, // rows cut into blocks of positions
+		{[]int{200000}, []int{0}},   // one long row
+		{[]int{300, 256}, []int{0}}, // column mode
+		{[]int{300, 256}, []int{0, 1}},
+		{[]int{40, 7, 96}, []int{0, 2}},
+	}
+	special := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1)}
+	for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float64, dtype.Float16, dtype.BFloat16, dtype.Int32, dtype.Int64} {
+		for _, c := range cases {
+			if raceEnabled && len(c.shape) == 1 {
+				continue
+			}
+			for _, l := range []layout{contiguous, negStep, transposed} {
+				for _, kind := range []string{"ordinary", "specials", "ties"} {
+					r := newRand(seedOf("argreduce-values", dt.String(), fmt.Sprint(c.shape, c.red), layoutName(l), kind))
+					slices := sliceIndices(c.shape, c.red)
+					a := argInput(t, dt, c.shape, l, func(n int) []uint64 {
+						if kind == "ties" {
+							return tieBits(r, dt, n)
+						}
+						out := make([]uint64, n)
+						for i := range out {
+							out[i] = genOne(r, dt, genNormal)
+						}
+						if kind == "specials" && dt.IsFloat() {
+							// a few slices' best is a zero (all others negative for
+							// max, positive for min: both rules see it), a NaN or
+							// an infinity
+							for _, sl := range slices {
+								switch r.IntN(4) {
+								case 0:
+									sign := float64(r.IntN(2)*2 - 1) // max sees the zero best if -1, min if +1
+									for _, i := range sl {
+										out[i] = bitsOfFloat(dt, sign*float64(1+r.IntN(3)))
+									}
+									for k := 0; k < 3; k++ {
+										out[sl[r.IntN(len(sl))]] = bitsOfFloat(dt, special[r.IntN(2)])
+									}
+								case 1:
+									out[sl[r.IntN(len(sl))]] = nanBits(dt, uint64(r.IntN(3)), r.IntN(2) == 0)
+									out[sl[r.IntN(len(sl))]] = nanBits(dt, uint64(r.IntN(3)), r.IntN(2) == 0)
+								case 2:
+									out[sl[r.IntN(len(sl))]] = bitsOfFloat(dt, special[2+r.IntN(2)])
+								}
+							}
+						}
+						return out
+					})
+					keep := keepShape(c.shape, c.red)
+					bits := a.Bits()
+					keys := keysOf(dt, bits)
+					for rule := range backend.Rule(backend.NumRules) {
+						name := fmt.Sprintf("%v %v shape=%v red=%v %v %s", rule, dt, c.shape, c.red, layoutName(l), kind)
+						want := winnerBits(bits, slices, oracleArg(rule, keys, slices))
+						for _, be := range append(familyBackends(), ref.Backend{}) {
+							vals := must(t)(tensor.Empty(dt, keep))
+							require.NoError(t, be.ArgReduce(rule, vals, nil, a), name)
+							require.Equal(t, want, vals.Bits(), "%s %s threads=%v", name, be.Name(), threadsOf(be))
+						}
 					}
 				}
 			}

@@ -223,6 +223,8 @@ type IBackend interface {
 	// the first NaN of the slice under RuleMin/RuleMax, else the first
 	// smallest (largest) element; of -0.0 and +0.0 the first). idx (int64)
 	// gets the winner's position; vals, unless nil, its bits (a's dtype).
+	// idx may be nil when vals is not: then only the values are written
+	// (the same bits), which lets a backend skip the positions' work.
 	// Slices are never empty (the caller checks). The result is this fold's
 	// whatever the blocking or thread count.
 	ArgReduce(r Rule, vals, idx, a *tensor.Tensor) error
@@ -401,21 +403,27 @@ func CheckArgReduce(r Rule, vals, idx, a *tensor.Tensor) error {
 	if err := CheckRule(r); err != nil {
 		return err
 	}
-	if err := CheckSumShape(idx, a); err != nil {
-		return err
-	}
-	if idx.Dtype() != dtype.Int64 {
+	keep := idx
+	if idx == nil {
+		if vals == nil {
+			return fmt.Errorf("argreduce needs an index or a value output")
+		}
+		keep = vals
+	} else if idx.Dtype() != dtype.Int64 {
 		return fmt.Errorf("argreduce index output must be int64, got %v", idx.Dtype())
 	}
+	if err := CheckSumShape(keep, a); err != nil {
+		return err
+	}
 	if vals != nil {
-		if err := CheckSameShape(idx, vals); err != nil {
+		if err := CheckSameShape(keep, vals); err != nil {
 			return err
 		}
 		if err := CheckSameDtype(a, vals); err != nil {
 			return err
 		}
 	}
-	if idx.Numel() > 0 && a.Numel() == 0 {
+	if keep.Numel() > 0 && a.Numel() == 0 {
 		return fmt.Errorf("argreduce over an empty slice")
 	}
 	return nil

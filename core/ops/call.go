@@ -189,7 +189,9 @@ func CallJvp(c *Context, id int, in, tangents []*tensor.Tensor, attrs []int64) (
 		if len(in) != s.Arity {
 			return nil, nil, errs.Valuef("%s takes %d inputs, got %d", s.Name, s.Arity, len(in))
 		}
-		outs, aux, err = s.forward(c, s, in, attrs)
+		fc := *c
+		fc.forwardMode = true
+		outs, aux, err = s.forward(&fc, s, in, attrs)
 	} else {
 		outs, err = CallN(c, id, in, attrs, nil)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/pylucid/pylucid/core/amp"
+	"github.com/pylucid/pylucid/core/autograd"
 	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/errs"
@@ -201,9 +202,14 @@ func extreme(c *Context, s *spec, x *tensor.Tensor, dims []int, keepdim bool) ([
 		return nil, nil, errs.Valuef("%s: cannot reduce over a zero-size slice (input shape %s): "+
 			"the operation has no identity", s.Name, tensor.FormatShape(x.ShapeRef()))
 	}
-	idx, err := tensor.Empty(dtype.Int64, keep)
-	if err != nil {
-		return nil, nil, err
+	// amin and amax need the winners' positions only for a gradient (a
+	// node) or a tangent (forward mode); without either they ask the
+	// backend for values only, which is faster.
+	var idx *tensor.Tensor
+	if k != extremeValues || c.forwardMode || (c.GradEnabled && autograd.EdgeOf(x).Node != nil) {
+		if idx, err = tensor.Empty(dtype.Int64, keep); err != nil {
+			return nil, nil, err
+		}
 	}
 	var vals *tensor.Tensor
 	if k != extremeIndex {
@@ -229,10 +235,13 @@ func extreme(c *Context, s *spec, x *tensor.Tensor, dims []int, keepdim bool) ([
 		}
 		outs = append(outs, i)
 	}
-	if k != extremeIndex {
+	if idx != nil && k != extremeIndex {
 		if n := record(c, s, []*tensor.Tensor{x}, outs, []*tensor.Tensor{idx}); n != nil {
 			n.attr = &reduced{keep: keep, count: count}
 		}
+	}
+	if idx == nil {
+		return outs, nil, nil
 	}
 	return outs, idx, nil
 }

@@ -22,6 +22,11 @@ type Context struct {
 	// backend.Interruptible; with one that lacks it, Done is only looked at
 	// before the work starts.
 	Done <-chan struct{}
+
+	// forwardMode is set on the context CallJvp runs an op's forward
+	// with: the op's jvp will want what the forward leaves it (the
+	// selecting reductions' winner positions), even with no graph.
+	forwardMode bool
 }
 
 // ErrInterrupted is wrapped by the error of an op stopped by Context.Done.

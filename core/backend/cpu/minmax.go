@@ -63,9 +63,15 @@ type argFuncs struct {
 	// takes reports whether the element at q takes the place of the
 	// running winner at wp (that is, wp does not win over q).
 	takes func(wp, q unsafe.Pointer) bool
+	// vals folds the n contiguous elements at p for the winner's value
+	// only and writes its bits to out; it reports false, writing nothing,
+	// where that takes the positions (run then settles it). nil: no such
+	// path.
+	vals func(p unsafe.Pointer, n int, out unsafe.Pointer) bool
 	// col folds row k of a column block (n contiguous elements at p) into
 	// the running values wv and positions wpos (int64 for 8-byte dtypes,
-	// int32 else); with first it initialises them instead.
+	// int32 else; nil: values only); with first it initialises them
+	// instead.
 	col func(wv, wpos, p unsafe.Pointer, n, k int, first bool)
 	// wide reports whether col's positions are int64.
 	wide bool
@@ -102,6 +108,7 @@ func buildArg[R rule]() {
 func argNative[R rule, T native, P int32 | int64]() argFuncs {
 	return argFuncs{
 		run:   argRun[R, T],
+		vals:  argVals[R, T],
 		takes: func(wp, q unsafe.Pointer) bool { return !wins[R](*(*T)(wp), *(*T)(q)) },
 		col:   argCol[R, T, P],
 		wide:  unsafe.Sizeof(P(0)) == 8,
@@ -147,9 +154,34 @@ func argRun[R rule, T native](w *winner, p unsafe.Pointer, st, n, pos0 int) {
 	w.p, w.pos = wp, wpos
 }
 
+// argVals is argFuncs.vals for a native type: the SIMD prefix where it
+// settles the winner's bits (simdVals), then the fold without positions,
+// which is exact (the running value is the running winner's bits).
+func argVals[R rule, T native](p unsafe.Pointer, n int, out unsafe.Pointer) bool {
+	x := unsafe.Slice((*T)(p), n)
+	w, i := x[0], 1
+	if done, best, ok := simdVals[R, T](p, n); done > 0 {
+		if !ok {
+			return false
+		}
+		w, i = best, done
+	}
+	for ; i < n; i++ {
+		if !wins[R](w, x[i]) {
+			w = x[i]
+		}
+	}
+	*(*T)(out) = w
+	return true
+}
+
 // argCol is argFuncs.col for a native type.
 func argCol[R rule, T native, P int32 | int64](wv, wpos, p unsafe.Pointer, n, k int, first bool) {
-	v, pos, x := unsafe.Slice((*T)(wv), n), unsafe.Slice((*P)(wpos), n), unsafe.Slice((*T)(p), n)
+	v, x := unsafe.Slice((*T)(wv), n), unsafe.Slice((*T)(p), n)
+	var pos []P
+	if wpos != nil {
+		pos = unsafe.Slice((*P)(wpos), n)
+	}
 	if first {
 		copy(v, x)
 		for c := range pos {
@@ -158,6 +190,14 @@ func argCol[R rule, T native, P int32 | int64](wv, wpos, p unsafe.Pointer, n, k 
 		return
 	}
 	c := simdArgCol[R, T](wv, wpos, p, n, k)
+	if pos == nil {
+		for ; c < n; c++ {
+			if !wins[R](v[c], x[c]) {
+				v[c] = x[c]
+			}
+		}
+		return
+	}
 	for ; c < n; c++ {
 		if !wins[R](v[c], x[c]) {
 			v[c], pos[c] = x[c], P(k)
@@ -203,7 +243,11 @@ func argHalf[R rule](bf bool) argFuncs {
 			return !wins[R](widenHalf(*(*uint16)(wp), bf), widenHalf(*(*uint16)(q), bf))
 		},
 		col: func(wv, wpos, p unsafe.Pointer, n, k int, first bool) {
-			v, pos, x := unsafe.Slice((*uint16)(wv), n), unsafe.Slice((*int32)(wpos), n), unsafe.Slice((*uint16)(p), n)
+			v, x := unsafe.Slice((*uint16)(wv), n), unsafe.Slice((*uint16)(p), n)
+			var pos []int32
+			if wpos != nil {
+				pos = unsafe.Slice((*int32)(wpos), n)
+			}
 			if first {
 				copy(v, x)
 				for c := range pos {
@@ -213,7 +257,10 @@ func argHalf[R rule](bf bool) argFuncs {
 			}
 			for c := range x {
 				if !wins[R](widenHalf(v[c], bf), widenHalf(x[c], bf)) {
-					v[c], pos[c] = x[c], int32(k)
+					v[c] = x[c]
+					if pos != nil {
+						pos[c] = int32(k)
+					}
 				}
 			}
 		},
@@ -345,7 +392,11 @@ func (b *Backend) ArgReduceUntil(r backend.Rule, vals, idx, a *tensor.Tensor, do
 	if err := checkArgReduce(r, vals, idx, a); err != nil {
 		return err
 	}
-	nOut := idx.Numel()
+	keep := idx // the keepdim shape
+	if keep == nil {
+		keep = vals
+	}
+	nOut := keep.Numel()
 	if nOut == 0 {
 		return nil
 	}
@@ -358,11 +409,13 @@ func (b *Backend) ArgReduceUntil(r backend.Rule, vals, idx, a *tensor.Tensor, do
 		return err
 	}
 	f := &argKernels[r][a.Dtype()]
-	var vdst unsafe.Pointer
-	if vw != nil {
-		vdst = vw.DataPointer()
+	dst := argDst{sz: a.Dtype().Size()}
+	if iw != nil {
+		dst.idx = unsafe.Slice((*int64)(iw.DataPointer()), nOut)
 	}
-	dst := argDst{idx: unsafe.Slice((*int64)(iw.DataPointer()), nOut), vals: vdst, sz: a.Dtype().Size()}
+	if vw != nil {
+		dst.vals = vw.DataPointer()
+	}
 	switch {
 	case a.Numel() == nOut: // nothing reduced: each slice is its one element
 		clear(dst.idx)
@@ -371,8 +424,8 @@ func (b *Backend) ArgReduceUntil(r backend.Rule, vals, idx, a *tensor.Tensor, do
 				return err
 			}
 		}
-	case !b.argColumns(f, dst, idx, a, done):
-		b.argRows(f, dst, idx, a, done)
+	case !b.argColumns(f, dst, keep, a, done):
+		b.argRows(f, dst, keep, a, done)
 	}
 	if backend.Stopped(done) {
 		return backend.ErrInterrupted
@@ -386,8 +439,8 @@ func (b *Backend) ArgReduceUntil(r backend.Rule, vals, idx, a *tensor.Tensor, do
 	return b.finish(vals, vw)
 }
 
-// argDst is where ArgReduce writes: positions, and values (unless nil) of
-// sz bytes each, both contiguous.
+// argDst is where ArgReduce writes: positions (unless nil: values only),
+// and values (unless nil) of sz bytes each, both contiguous.
 type argDst struct {
 	idx  []int64
 	vals unsafe.Pointer
@@ -395,11 +448,19 @@ type argDst struct {
 }
 
 func (d argDst) store(o int, w winner) {
-	d.idx[o] = int64(w.pos)
+	if d.idx != nil {
+		d.idx[o] = int64(w.pos)
+	}
 	if d.vals != nil {
-		copy(unsafe.Slice((*byte)(unsafe.Add(d.vals, o*d.sz)), d.sz), unsafe.Slice((*byte)(w.p), d.sz))
+		copy(unsafe.Slice((*byte)(d.valAt(o)), d.sz), unsafe.Slice((*byte)(w.p), d.sz))
 	}
 }
+
+func (d argDst) valAt(o int) unsafe.Pointer { return unsafe.Add(d.vals, o*d.sz) }
+
+// valuesOnly reports whether only values are asked for and f has a path
+// that finds them without positions.
+func (d argDst) valuesOnly(f *argFuncs) bool { return d.idx == nil && f.vals != nil }
 
 // argWindow bounds the block winners argRows holds at once (see sumWindow;
 // a variable only so that tests can make it small).
@@ -407,22 +468,37 @@ var argWindow = 1 << 16
 
 // argRows is ArgReduce over the kept-first iteration of a: output o's slice
 // is the range [o*r, (o+1)*r). Short slices go whole to a work unit (groups
-// of them); long ones are cut into blocks of argBlock positions.
-func (b *Backend) argRows(f *argFuncs, dst argDst, idx, a *tensor.Tensor, done <-chan struct{}) {
-	nOut := idx.Numel()
+// of them); long ones are cut into blocks of argBlock positions. For values
+// only, a piece that is one contiguous run is folded by f.vals where it
+// can settle it.
+func (b *Backend) argRows(f *argFuncs, dst argDst, keep, a *tensor.Tensor, done <-chan struct{}) {
+	nOut := keep.Numel()
 	r := a.Numel() / nOut
 	var permBuf [tensor.MaxDims]int
 	var it tensor.Iter
-	ops := plan(&it, keptFirst(&permBuf, idx, a), a)
+	ops := plan(&it, keptFirst(&permBuf, keep, a), a)
+	valsOnly := dst.valuesOnly(f)
 	if r <= argBlock {
 		group := max(1, argBlock/r)
 		b.runUntil(done, a.Numel(), (nOut+group-1)/group, func(t int) {
 			w := new(winner)
-			fold := func(p unsafe.Pointer, st, n, flat int) { f.run(w, p, st, n, flat%r) }
+			var out unsafe.Pointer // values only: where the slice's value goes
+			fold := func(p unsafe.Pointer, st, n, flat int) {
+				if out != nil && n == r && st == dst.sz && f.vals(p, n, out) {
+					*w = winner{p: out}
+					return
+				}
+				f.run(w, p, st, n, flat%r)
+			}
 			for o := t * group; o < min(nOut, (t+1)*group); o++ {
 				*w = winner{}
+				if valsOnly {
+					out = dst.valAt(o)
+				}
 				runs(&it, &ops, o*r, (o+1)*r, fold)
-				dst.store(o, *w)
+				if w.p != out || out == nil {
+					dst.store(o, *w)
+				}
 			}
 		})
 		return
@@ -430,16 +506,25 @@ func (b *Backend) argRows(f *argFuncs, dst argDst, idx, a *tensor.Tensor, done <
 	nb := (r + argBlock - 1) / argBlock
 	units := nOut * nb
 	partial := make([]winner, min(units, argWindow))
+	var vbuf []uint64 // values only: the blocks' values (8 bytes hold any dtype's)
+	if valsOnly {
+		vbuf = make([]uint64, len(partial))
+	}
 	var cur winner
+	curVal := new(uint64) // cur's value, kept across windows
 	for w := 0; w < units && !backend.Stopped(done); w += len(partial) {
 		wn := min(len(partial), units-w)
 		b.runUntil(done, wn*argBlock, wn, func(t int) {
 			u := w + t
 			o, blk := u/nb, u%nb
-			start := o*r + blk*argBlock
+			start, end := o*r+blk*argBlock, min((blk+1)*argBlock, r)+o*r
 			pw := &partial[t]
 			*pw = winner{}
-			runs(&it, &ops, start, min(start+argBlock, (o+1)*r), func(p unsafe.Pointer, st, n, flat int) {
+			runs(&it, &ops, start, end, func(p unsafe.Pointer, st, n, flat int) {
+				if vbuf != nil && n == end-start && st == dst.sz && f.vals(p, n, unsafe.Pointer(&vbuf[t])) {
+					*pw = winner{p: unsafe.Pointer(&vbuf[t])}
+					return
+				}
 				f.run(pw, p, st, n, flat-o*r)
 			})
 		})
@@ -447,6 +532,10 @@ func (b *Backend) argRows(f *argFuncs, dst argDst, idx, a *tensor.Tensor, done <
 			c := partial[u-w]
 			if u%nb == 0 || f.takes(cur.p, c.p) {
 				cur = c
+				if vbuf != nil { // c.p may point into vbuf, which the next window reuses
+					copy(unsafe.Slice((*byte)(unsafe.Pointer(curVal)), dst.sz), unsafe.Slice((*byte)(c.p), dst.sz))
+					cur.p = unsafe.Pointer(curVal)
+				}
 			}
 			if u%nb == nb-1 {
 				dst.store(u/nb, cur)
@@ -463,7 +552,7 @@ func (b *Backend) argRows(f *argFuncs, dst argDst, idx, a *tensor.Tensor, done <
 // output row into running winners, vectorised across the columns, reading
 // each row's columns in one stream; the units' winners are then folded in
 // position order. It reports false, doing nothing, for other layouts.
-func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor, done <-chan struct{}) bool {
+func (b *Backend) argColumns(f *argFuncs, dst argDst, keep, a *tensor.Tensor, done <-chan struct{}) bool {
 	nd := a.Ndim()
 	if nd < 2 || f.col == nil {
 		return false
@@ -472,7 +561,7 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor, don
 	st := a.StridesRef()
 	L := -1
 	for d := nd - 1; d >= 0 && L < 0; d-- {
-		if idx.Dim(d) == a.Dim(d) && a.Dim(d) >= colMin && st[d] == 1 {
+		if keep.Dim(d) == a.Dim(d) && a.Dim(d) >= colMin && st[d] == 1 {
 			L = d
 		}
 	}
@@ -480,18 +569,18 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor, don
 		return false
 	}
 	C := a.Dim(L)
-	// idx's (contiguous) strides: where a unit's outputs go
+	// keep's (contiguous) strides: where a unit's outputs go
 	var ostr [tensor.MaxDims]int
 	for d, acc := nd-1, 1; d >= 0; d-- {
 		ostr[d] = acc
-		acc *= idx.Dim(d)
+		acc *= keep.Dim(d)
 	}
 	var kShape, kStr, kIStr, rShape, rStr [tensor.MaxDims]int
 	nk, nr := 0, 0
 	for d := 0; d < nd; d++ {
 		switch {
 		case d == L:
-		case idx.Dim(d) == 1 && a.Dim(d) != 1:
+		case keep.Dim(d) == 1 && a.Dim(d) != 1:
 			rShape[nr], rStr[nr] = a.Dim(d), st[d]
 			nr++
 		default:
@@ -499,13 +588,13 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor, don
 			nk++
 		}
 	}
-	nOut := idx.Numel()
+	nOut := keep.Numel()
 	r := a.Numel() / nOut
 	if nr == 0 || r > math.MaxInt32 {
 		return false
 	}
 	ostep := ostr[L] // between the outputs of neighbouring columns
-	// kIt walks the output rows (the kept dims but L): operand 0 is a, 1 idx
+	// kIt walks the output rows (the kept dims but L): operand 0 is a, 1 the outputs
 	var kIt, rIt tensor.Iter
 	kIt.Reset(kShape[:nk], nil, []int{a.Offset(), 0}, kStr[:nk], kIStr[:nk])
 	rIt.Reset(rShape[:nr], nil, []int{0}, rStr[:nr])
@@ -534,7 +623,10 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor, don
 			c0 := cb * width
 			n := min(width, C-c0)
 			wv := unsafe.Pointer(&part[t*unitBytes])
-			wpos := unsafe.Add(wv, posOff)
+			var wpos unsafe.Pointer // nil: values only
+			if dst.idx != nil {
+				wpos = unsafe.Add(wv, posOff)
+			}
 			off := iterOffset(&kIt, K, 0) + c0
 			k0, k1 := rblk*rb, min(r, (rblk+1)*rb)
 			var cur tensor.RowCursor
@@ -559,7 +651,9 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor, don
 				for c := 0; c < n; c++ {
 					if f.takes(unsafe.Pointer(&acc[c*sz]), unsafe.Pointer(&pv[c*sz])) {
 						copy(acc[c*sz:(c+1)*sz], pv[c*sz:(c+1)*sz])
-						copy(acc[posOff+c*psz:posOff+(c+1)*psz], pv[posOff+c*psz:posOff+(c+1)*psz])
+						if dst.idx != nil {
+							copy(acc[posOff+c*psz:posOff+(c+1)*psz], pv[posOff+c*psz:posOff+(c+1)*psz])
+						}
 					}
 				}
 			}
@@ -567,11 +661,13 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor, don
 				continue
 			}
 			o := iterOffset(&kIt, K, 1) + c0*ostep // output of the block's first column
-			if f.wide {
+			switch {
+			case dst.idx == nil:
+			case f.wide:
 				for c, p := range unsafe.Slice((*int64)(unsafe.Pointer(&acc[posOff])), n) {
 					dst.idx[o+c*ostep] = p
 				}
-			} else {
+			default:
 				for c, p := range unsafe.Slice((*int32)(unsafe.Pointer(&acc[posOff])), n) {
 					dst.idx[o+c*ostep] = int64(p)
 				}
@@ -587,6 +683,29 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, idx, a *tensor.Tensor, don
 }
 
 // ---- Scatter and Gather ----
+
+// ntClear is the least length for which Go's clear writes with
+// non-temporal stores on amd64 (runtime/memclr_amd64.s): they skip reading
+// the lines before writing them, which nearly halves the memory traffic of
+// a large clear (measured 2.6x faster over 64 MiB on 2 cores).
+const ntClear = 32 << 20
+
+// zero clears mem, in parallel: in pieces of at least ntClear bytes where
+// mem is that large, else in pieces of 256 KiB.
+func (b *Backend) zero(mem []byte) {
+	chunk := 1 << 18
+	if len(mem) >= ntClear {
+		chunk = len(mem) / (len(mem) / ntClear) // at least ntClear; the last piece takes the rest
+	}
+	pieces := max(1, len(mem)/chunk)
+	b.run(len(mem), pieces, func(c int) {
+		end := (c + 1) * chunk
+		if c == pieces-1 {
+			end = len(mem)
+		}
+		clear(mem[c*chunk : end])
+	})
+}
 
 // checkIndex checks that idx is int64 of shape keep with every position in
 // [0, r), and returns its positions (contiguous).
@@ -640,9 +759,7 @@ func (b *Backend) Scatter(out, g, idx *tensor.Tensor) error {
 		return err
 	}
 	n, sz := ow.Numel(), ow.Dtype().Size()
-	mem := unsafe.Slice((*byte)(ow.DataPointer()), n*sz)
-	const zeroChunk = 1 << 18 // bytes
-	b.run(n, (len(mem)+zeroChunk-1)/zeroChunk, func(c int) { clear(mem[c*zeroChunk : min(len(mem), (c+1)*zeroChunk)]) })
+	b.zero(unsafe.Slice((*byte)(ow.DataPointer()), n*sz))
 	var permBuf [tensor.MaxDims]int
 	var it tensor.Iter
 	ops := plan(&it, keptFirst(&permBuf, g, ow), ow)

@@ -6,6 +6,7 @@ import (
 	"simd/archsimd"
 	"unsafe"
 
+	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/dtype"
 )
 
@@ -111,10 +112,117 @@ func argRun64[R rule](p unsafe.Pointer, n int) (done, pos int) {
 	return m, bpos
 }
 
+// simdVals folds a prefix of the n contiguous elements at p for its best
+// value only, under RuleMin or RuleMax (T float32 or float64; other rules
+// and types: none). done is the prefix's length (0: no SIMD path); ok
+// reports that best has the bits of the prefix's winner, which holds when
+// no element is NaN and best is not zero: equal values then have equal
+// bits, so the lanes need no positions. Otherwise (ok false) only
+// positions tell which NaN or which zero came first, and the caller folds
+// with them (argRun).
+func simdVals[R rule, T native](p unsafe.Pointer, n int) (done int, best T, ok bool) {
+	var k R
+	if r := backend.Rule(len(k)); r.IgnoresNaN() {
+		return 0, best, false
+	}
+	var z T
+	switch any(z).(type) {
+	case float32:
+		d, b, ok := vals32[R](p, n)
+		return d, *(*T)(unsafe.Pointer(&b)), ok
+	case float64:
+		d, b, ok := vals64[R](p, n)
+		return d, *(*T)(unsafe.Pointer(&b)), ok
+	}
+	return 0, best, false
+}
+
+// vals32 is simdVals for float32: four accumulators of 8 lanes (VMINPS or
+// VMAXPS, whose NaN and zero cases are left to the caller) and one NaN
+// mask (x.IsNaN().Or(y.IsNaN()) is one VCMPPS).
+func vals32[R rule](p unsafe.Pointer, n int) (done int, best float32, ok bool) {
+	if !haveAVX2 || n < 64 {
+		return 0, 0, false
+	}
+	var k R
+	greater := backend.Rule(len(k)).Greater()
+	m := n &^ 31
+	ld := func(i int) archsimd.Float32x8 { return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*i))) }
+	v0, v1, v2, v3 := ld(0), ld(8), ld(16), ld(24)
+	nan := v0.IsNaN().Or(v1.IsNaN()).Or(v2.IsNaN().Or(v3.IsNaN()))
+	if greater {
+		for i := 32; i < m; i += 32 {
+			x0, x1, x2, x3 := ld(i), ld(i+8), ld(i+16), ld(i+24)
+			nan = nan.Or(x0.IsNaN().Or(x1.IsNaN())).Or(x2.IsNaN().Or(x3.IsNaN()))
+			v0, v1, v2, v3 = v0.Max(x0), v1.Max(x1), v2.Max(x2), v3.Max(x3)
+		}
+		v0 = v0.Max(v1).Max(v2.Max(v3))
+	} else {
+		for i := 32; i < m; i += 32 {
+			x0, x1, x2, x3 := ld(i), ld(i+8), ld(i+16), ld(i+24)
+			nan = nan.Or(x0.IsNaN().Or(x1.IsNaN())).Or(x2.IsNaN().Or(x3.IsNaN()))
+			v0, v1, v2, v3 = v0.Min(x0), v1.Min(x1), v2.Min(x2), v3.Min(x3)
+		}
+		v0 = v0.Min(v1).Min(v2.Min(v3))
+	}
+	if nan.ToBits() != 0 {
+		return m, 0, false
+	}
+	var lanes [8]float32
+	v0.Store(&lanes)
+	best = lanes[0]
+	for _, v := range lanes[1:] {
+		if greater && v > best || !greater && v < best {
+			best = v
+		}
+	}
+	return m, best, best != 0
+}
+
+// vals64 is vals32 for float64: four accumulators of 4 lanes.
+func vals64[R rule](p unsafe.Pointer, n int) (done int, best float64, ok bool) {
+	if !haveAVX2 || n < 32 {
+		return 0, 0, false
+	}
+	var k R
+	greater := backend.Rule(len(k)).Greater()
+	m := n &^ 15
+	ld := func(i int) archsimd.Float64x4 { return archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(p, 8*i))) }
+	v0, v1, v2, v3 := ld(0), ld(4), ld(8), ld(12)
+	nan := v0.IsNaN().Or(v1.IsNaN()).Or(v2.IsNaN().Or(v3.IsNaN()))
+	if greater {
+		for i := 16; i < m; i += 16 {
+			x0, x1, x2, x3 := ld(i), ld(i+4), ld(i+8), ld(i+12)
+			nan = nan.Or(x0.IsNaN().Or(x1.IsNaN())).Or(x2.IsNaN().Or(x3.IsNaN()))
+			v0, v1, v2, v3 = v0.Max(x0), v1.Max(x1), v2.Max(x2), v3.Max(x3)
+		}
+		v0 = v0.Max(v1).Max(v2.Max(v3))
+	} else {
+		for i := 16; i < m; i += 16 {
+			x0, x1, x2, x3 := ld(i), ld(i+4), ld(i+8), ld(i+12)
+			nan = nan.Or(x0.IsNaN().Or(x1.IsNaN())).Or(x2.IsNaN().Or(x3.IsNaN()))
+			v0, v1, v2, v3 = v0.Min(x0), v1.Min(x1), v2.Min(x2), v3.Min(x3)
+		}
+		v0 = v0.Min(v1).Min(v2.Min(v3))
+	}
+	if nan.ToBits() != 0 {
+		return m, 0, false
+	}
+	var lanes [4]float64
+	v0.Store(&lanes)
+	best = lanes[0]
+	for _, v := range lanes[1:] {
+		if greater && v > best || !greater && v < best {
+			best = v
+		}
+	}
+	return m, best, best != 0
+}
+
 // simdArgCol folds row k (n contiguous elements at p) into the running
-// values wv and positions wpos of a column block, 8 (float32, int32
-// positions) or 4 (float64, int64 positions) columns at a time, and
-// returns how many columns it did (k > 0).
+// values wv and positions wpos (nil: values only) of a column block, 8
+// (float32, int32 positions) or 4 (float64, int64 positions) columns at a
+// time, and returns how many columns it did (k > 0).
 func simdArgCol[R rule, T native](wv, wpos, p unsafe.Pointer, n, k int) int {
 	if !haveAVX2 {
 		return 0
@@ -122,8 +230,16 @@ func simdArgCol[R rule, T native](wv, wpos, p unsafe.Pointer, n, k int) int {
 	var z T
 	switch any(z).(type) {
 	case float32:
-		kv := archsimd.BroadcastInt32x8(int32(k))
 		c := 0
+		if wpos == nil { // values only
+			for ; c+8 <= n; c += 8 {
+				pw := (*[8]float32)(unsafe.Add(wv, 4*c))
+				w, x := archsimd.LoadFloat32x8(pw), archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*c)))
+				w.Merge(x, wins32[R](w, x)).Store(pw)
+			}
+			return c
+		}
+		kv := archsimd.BroadcastInt32x8(int32(k))
 		for ; c+8 <= n; c += 8 {
 			pw := (*[8]float32)(unsafe.Add(wv, 4*c))
 			pp := (*[8]int32)(unsafe.Add(wpos, 4*c))
@@ -134,8 +250,16 @@ func simdArgCol[R rule, T native](wv, wpos, p unsafe.Pointer, n, k int) int {
 		}
 		return c
 	case float64:
-		kv := archsimd.BroadcastInt64x4(int64(k))
 		c := 0
+		if wpos == nil {
+			for ; c+4 <= n; c += 4 {
+				pw := (*[4]float64)(unsafe.Add(wv, 8*c))
+				w, x := archsimd.LoadFloat64x4(pw), archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(p, 8*c)))
+				w.Merge(x, wins64[R](w, x)).Store(pw)
+			}
+			return c
+		}
+		kv := archsimd.BroadcastInt64x4(int64(k))
 		for ; c+4 <= n; c += 4 {
 			pw := (*[4]float64)(unsafe.Add(wv, 8*c))
 			pp := (*[4]int64)(unsafe.Add(wpos, 8*c))

@@ -88,13 +88,20 @@ func (b Backend) ArgReduce(r backend.Rule, vals, idx, a *tensor.Tensor) error {
 
 // ArgReduceUntil implements backend.InterruptibleArgReduce.
 func (Backend) ArgReduceUntil(r backend.Rule, vals, idx, a *tensor.Tensor, done <-chan struct{}) error {
-	if err := backend.CheckArgReduce(r, vals, idx, a); err != nil || idx.Numel() == 0 {
+	if err := backend.CheckArgReduce(r, vals, idx, a); err != nil {
 		return err
 	}
+	keep := idx
+	if keep == nil { // values only
+		keep = vals
+	}
+	if keep.Numel() == 0 {
+		return nil
+	}
 	dt := a.Dtype()
-	win := make([]int, idx.Numel()) // the running winner's flat index in a
-	pos := make([]int, idx.Numel()) // and its position
-	if forSlicesUntil(a.ShapeRef(), idx.ShapeRef(), done, func(i, o, k int) {
+	win := make([]int, keep.Numel()) // the running winner's flat index in a
+	pos := make([]int, keep.Numel()) // and its position
+	if forSlicesUntil(a.ShapeRef(), keep.ShapeRef(), done, func(i, o, k int) {
 		if k == 0 || !winsAt(r, dt, a.ElementPointer(win[o]), a.ElementPointer(i)) {
 			win[o], pos[o] = i, k
 		}
@@ -102,7 +109,9 @@ func (Backend) ArgReduceUntil(r backend.Rule, vals, idx, a *tensor.Tensor, done 
 		return backend.ErrInterrupted
 	}
 	for o := range win {
-		tensor.StoreInt64(dtype.Int64, idx.ElementPointer(o), int64(pos[o]))
+		if idx != nil {
+			tensor.StoreInt64(dtype.Int64, idx.ElementPointer(o), int64(pos[o]))
+		}
 		if vals != nil {
 			copyElem(dt, vals.ElementPointer(o), a.ElementPointer(win[o]))
 		}
