@@ -72,6 +72,23 @@ def median_time(fn: Callable[[], object], reps: int, warmup: int = 2) -> float:
     return statistics.median(times)
 
 
+def median_times(fns: Dict[str, Callable[[], object]], reps: int, warmup: int = 2) -> Dict[str, float]:
+    """median_time of each function, their calls interleaved (one call of
+    each in turn per repetition), so that a slow spell of the shared machine
+    hits them alike."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: Dict[str, List[float]] = {name: [] for name in fns}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
 def per_call(fns: Dict[str, Callable[[], object]], calls: int, rounds: int = 11,
              interleave: bool = True) -> Dict[str, float]:
     """Per-call time of each function: the median over rounds of the mean
@@ -495,13 +512,14 @@ def main() -> int:
     tx2 = pylucid.from_numpy(x2)
     lx2 = pylucid.from_numpy(x2, requires_grad=True)
     for dim in (-1, 0):
-        t_np = median_time(lambda: np.max(x2, axis=dim), reps)
-        t_pl = median_time(lambda: ops.amax(tx2, dim), reps)
-        t_th = None
+        # rounds interleaved (median_times): calls of ~5 ms on a shared
+        # machine drift by tens of percent between back-to-back series
+        fwd: Dict[str, Callable[[], object]] = {"np": lambda: np.max(x2, axis=dim), "pl": lambda: ops.amax(tx2, dim)}
         if torch is not None:
             px2 = torch.from_numpy(x2)
-            t_th = median_time(lambda: torch.amax(px2, dim), reps)
-        row("amax(dim=%d) (4096,4096) forward" % dim, t_pl, t_np, "<= 1.0x np.max(axis)", t_th)
+            fwd["th"] = lambda: torch.amax(px2, dim)
+        t = median_times(fwd, 3 * reps)
+        row("amax(dim=%d) (4096,4096) forward" % dim, t["pl"], t["np"], "<= 1.0x np.max(axis)", t.get("th"))
         gy = pylucid.from_numpy(np.ones(4096, np.float32))
 
         def pl_amax() -> None:
@@ -516,9 +534,8 @@ def main() -> int:
             np.put_along_axis(gx, i, np.float32(1), axis=dim)
             return gx
 
-        t_np = median_time(np_amax, max(3, reps // 3))
-        t_pl = median_time(pl_amax, reps)
-        row("amax(dim=%d) (4096,4096) fwd+bwd" % dim, t_pl, t_np, "<= 0.5x numpy composed")
+        t = median_times({"np": np_amax, "pl": pl_amax}, max(5, reps // 2 + 1))
+        row("amax(dim=%d) (4096,4096) fwd+bwd" % dim, t["pl"], t["np"], "<= 0.5x numpy composed")
 
     lo, hi = np.float32(-0.5), np.float32(0.5)
     t_np = median_time(lambda: np.clip(a, lo, hi), reps)

@@ -125,11 +125,20 @@ func laneTakes[R rule, T native](b, v T, bpos, vp int) bool {
 }
 
 // argRun is argFuncs.run for a native type: SIMD on a contiguous run where
-// there is a path (the winner of a prefix, then the scalar fold).
+// there is a path (the winner of a prefix, then the scalar fold). The
+// prefix's best value alone (simdVals), where it settles the winner's bits,
+// and then the first element equal to it, is cheaper than folding values
+// and positions together (simdArgRun), which the other prefixes take.
 func argRun[R rule, T native](w *winner, p unsafe.Pointer, st, n, pos0 int) {
 	i := 0
 	if sz := int(unsafe.Sizeof(*new(T))); st == sz && n >= 64 {
-		if done, bp := simdArgRun[R, T](p, n); done > 0 {
+		done, bp := 0, 0
+		if d, best, ok := simdVals[R, T](p, n); ok {
+			done, bp = d, simdFind(p, d, best)
+		} else {
+			done, bp = simdArgRun[R, T](p, n)
+		}
+		if done > 0 {
 			q := unsafe.Add(p, bp*sz)
 			if w.p == nil || !wins[R](*(*T)(w.p), *(*T)(q)) {
 				w.p, w.pos = q, pos0+bp

@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"math/bits"
 	"simd/archsimd"
 	"unsafe"
 
@@ -217,6 +218,30 @@ func vals64[R rule](p unsafe.Pointer, n int) (done int, best float64, ok bool) {
 		}
 	}
 	return m, best, best != 0
+}
+
+// simdFind returns the position of the first of the n contiguous elements
+// at p that equals v (T float32 or float64, n a multiple of 8 or 4 and v
+// among them: simdVals' prefix and best).
+func simdFind[T native](p unsafe.Pointer, n int, v T) int {
+	var z T
+	switch any(z).(type) {
+	case float32:
+		b := archsimd.BroadcastFloat32x8(*(*float32)(unsafe.Pointer(&v)))
+		for i := 0; i < n; i += 8 {
+			if m := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*i))).Equal(b).ToBits(); m != 0 {
+				return i + bits.TrailingZeros8(m)
+			}
+		}
+	case float64:
+		b := archsimd.BroadcastFloat64x4(*(*float64)(unsafe.Pointer(&v)))
+		for i := 0; i < n; i += 4 {
+			if m := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(p, 8*i))).Equal(b).ToBits(); m != 0 {
+				return i + bits.TrailingZeros8(m)
+			}
+		}
+	}
+	panic("simdFind: value not found")
 }
 
 // simdArgCol folds row k (n contiguous elements at p) into the running

@@ -25,6 +25,7 @@ func simdLanesF16(*[8]float32, unsafe.Pointer, int) int           { return 0 }
 func simdLanesBF16(*[8]float32, unsafe.Pointer, int) int          { return 0 }
 
 func simdArgRun[R rule, T native](unsafe.Pointer, int) (int, int) { return 0, 0 }
+func simdFind[T native](unsafe.Pointer, int, T) int               { panic("simdFind without SIMD") }
 func simdVals[R rule, T native](unsafe.Pointer, int) (done int, best T, ok bool) {
 	return 0, best, false
 }
