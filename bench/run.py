@@ -456,8 +456,8 @@ def main() -> int:
             "%.2f us, %.2fx sum().backward()" % (t["gt"] * 1e6, t["gt"] / t["sum"]), met=t["gt"] <= 1.1 * t["sum"])
         row("%d elems y.backward(g ndarray) (per call)" % size, t["gn"], t_np, "<= 1.2x y.backward(g tensor)", t_th,
             "%.2f us, %.2fx backward(g tensor)" % (t["gn"] * 1e6, t["gn"] / t["gt"]), met=t["gn"] <= 1.2 * t["gt"])
-        row("%d elems y.sum().backward(1.0) (per call)" % size, t["sc"], t_np, "report (Python path)", t_th,
-            "%.2f us, %.2fx sum().backward()" % (t["sc"] * 1e6, t["sc"] / t["sum"]))
+        row("%d elems y.sum().backward(1.0) (per call)" % size, t["sc"], t_np, "<= 1.2x y.sum().backward()", t_th,
+            "%.2f us, %.2fx sum().backward()" % (t["sc"] * 1e6, t["sc"] / t["sum"]), met=t["sc"] <= 1.2 * t["sum"])
         row("%d elems autograd.grad(y, (a, b), g) (per call)" % size, t["ag"], t_np, "<= 1.1x y.sum().backward()",
             t_th, "%.2f us, %.2fx sum().backward()" % (t["ag"] * 1e6, t["ag"] / t["sum"]),
             met=t["ag"] <= 1.1 * t["sum"])

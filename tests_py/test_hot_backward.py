@@ -6,6 +6,7 @@ baseline; and threads."""
 import gc
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -117,6 +118,67 @@ def test_backward_python_scalar_gradient():
     x = pylucid.tensor(3.0, requires_grad=True)
     (x * x).backward(2.0)
     np.testing.assert_array_equal(x.grad.numpy(), np.float32(12.0))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("g", [0.1, -2.5e-8, 3, 2**60 + 1, 1e300, -1e39, float("inf")])
+def test_python_number_gradient_rounds_once_in_output_dtype(dtype, g):
+    # A Python number is weak (docs/dtypes.md): it becomes the output's
+    # dtype, rounded once from its exact value, in every backward form
+    # (it used to go through float32 first, so a float64 output got
+    # 0.10000000149011612 for 0.1). Reference: pylucid.tensor(g, dtype),
+    # which rounds once (tests_py/test_half.py checks it against NumPy).
+    want = pylucid.tensor(g, dtype=dtype)
+    forms = []
+    for form in ("method", "backward", "grad"):
+        x = pylucid.tensor(np.ones(3), dtype=dtype, requires_grad=True)
+        y = (x * 1.0).sum()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no overflow warning for ±inf
+            if form == "method":
+                y.backward(g)
+                got = x.grad
+            elif form == "backward":
+                autograd.backward([y], [g])
+                got = x.grad
+            else:
+                (got,) = autograd.grad(y, x, g)
+        assert got.dtype == want.dtype
+        assert _bits(got) == _bits(want) * 3, form  # three elements, each want's bits
+        forms.append(form)
+    assert forms == ["method", "backward", "grad"]
+
+
+def test_python_number_gradient_takes_c_path():
+    calls = []
+    real = _hot.backward_grad
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(_hot, name)
+
+        def backward_grad(self, *args):
+            r = real(*args)
+            calls.append(r)
+            return r
+
+    saved = _tensor_mod._hot
+    _tensor_mod._hot = Spy()
+    try:
+        x = pylucid.tensor(np.ones(2, np.float32), requires_grad=True)
+        ops.minimum(x, 2.0).sum().backward(1.5)
+    finally:
+        _tensor_mod._hot = saved
+    assert calls == [None]
+    np.testing.assert_array_equal(x.grad.numpy(), np.float32([1.5, 1.5]))
+
+
+def test_python_number_gradient_errors_unchanged():
+    x = pylucid.tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        (x * 1.0).backward(0.5)  # non-scalar output, number gradient
+    with pytest.raises(RuntimeError, match="grad_tensors has 2 entries"):
+        autograd.backward([(x * 1.0).sum()], [0.5, 0.5])
 
 
 def _error(fn):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
-from typing import Any, Callable, Optional, Protocol, Sequence, Tuple, TypeVar, Union, cast
+from typing import Any, Callable, List, Optional, Protocol, Sequence, Tuple, TypeVar, Union, cast
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from ._lib import ffi, lib, raise_status
 from ._state import MODE_GRAD, is_grad_enabled, state
 from ._state import set_grad_enabled as _set_grad
 from ._runtime import _hot, functions, records
-from .tensor import Tensor, as_tensor, from_handle, set_forward_level, tangent_of, zeros
+from .tensor import Tensor, as_tensor, from_handle, gradient_operand, set_forward_level, tangent_of, zeros
 from .tensor import _fw as _forward_state
 from .tensor import late as _tensor_late
 
@@ -246,11 +246,18 @@ def _drive(run: _Run, inputs: Optional[list[Tensor]], create_graph: bool) -> lis
         run.close()
 
 
+def _gradients(gs: Sequence[Any], roots: Sequence[Tensor]) -> List[Optional[Tensor]]:
+    """The given gradients as tensors, a Python number in its output's dtype
+    (gradient_operand); the engine checks their count and shapes."""
+    return [None if g is None else as_tensor(gradient_operand(g, roots[i]) if i < len(roots) else g)
+            for i, g in enumerate(gs)]
+
+
 def backward(tensors: Union[Tensor, Sequence[Tensor]], grad_tensors: Optional[Sequence[Any]] = None,
              retain_graph: Optional[bool] = None, create_graph: bool = False) -> None:
     """Accumulates gradients of ``tensors`` into the ``.grad`` of every leaf."""
     roots = _tensors(tensors)
-    grads = None if grad_tensors is None else [None if g is None else as_tensor(g) for g in grad_tensors]
+    grads = None if grad_tensors is None else _gradients(grad_tensors, roots)
     retain = create_graph if retain_graph is None else retain_graph
     flags = (_FLAG_RETAIN if retain else 0) | (_FLAG_CREATE if create_graph else 0)
     _run(roots, grads, None, flags, create_graph)
@@ -287,7 +294,7 @@ def grad(outputs: Union[Tensor, Sequence[Tensor]], inputs: Union[Tensor, Sequenc
     grads = None
     if grad_outputs is not None:
         go = grad_outputs if isinstance(grad_outputs, (list, tuple)) else [grad_outputs]
-        grads = [None if g is None else as_tensor(g) for g in go]
+        grads = _gradients(go, roots)
     retain = create_graph if retain_graph is None else retain_graph
     flags = ((_FLAG_RETAIN if retain else 0) | (_FLAG_CREATE if create_graph else 0)
              | (_FLAG_ALLOW_UNUSED if allow_unused else 0))

@@ -145,6 +145,28 @@ def as_tensor(x: Any) -> "Tensor":
     return from_numpy(np.asarray(x))  # an array-like keeps its dtype, as an array
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def gradient_operand(g: Any, output: "Tensor") -> Any:
+    """g, given as the gradient of output, as backward takes it: a Python
+    number (weak, docs/dtypes.md) becomes output's floating dtype, rounded
+    once, as a 0-d NumPy array for float32/float64 (lent to the C path
+    without a copy) or a tensor; anything else is returned as it is."""
+    t = type(g)
+    if t is not float and t is not int:
+        return g
+    d = output._dtype
+    if (d is float64 or d is float32) and (t is float or -2**53 <= g <= 2**53):  # exact as a double
+        if d is float64 or abs(g) <= _F32_MAX:
+            return np.array(g, dtype=np.float32 if d is float32 else np.float64)  # one rounding
+        with np.errstate(over="ignore"):  # past float32's range: ±inf (NaN stays NaN)
+            return np.array(g, dtype=np.float32)
+    if d.is_floating_point:
+        return tensor(g, dtype=d)  # big ints (exact), float16/bfloat16 (rounded once)
+    return as_tensor(g)  # a gradient for an integer output: the engine raises
+
+
 def tensor(data: Any, dtype: Optional[DTypeLike] = None, requires_grad: bool = False) -> "Tensor":
     """A new tensor holding a copy of ``data``.
 
@@ -447,8 +469,11 @@ class Tensor(_TensorBase):
                 return
             late.run([self], None, None, 0, False)
             return
+        if gradient is not None:
+            gradient = gradient_operand(gradient, self)
         if gradient is not None and not create_graph and _hot is not None and type(self) is Tensor:
-            # backward(g), g a Tensor or a NumPy array (lent for the call), in C.
+            # backward(g), g a Tensor, a NumPy array (lent for the call) or a
+            # Python number (as an array), in C.
             if _lib._forked:
                 _lib.check_fork()
             stopped = _hot.backward_grad(self, gradient, 1 if retain_graph else 0)
