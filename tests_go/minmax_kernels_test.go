@@ -421,6 +421,53 @@ func TestArgReduceValuesOnly(t *testing.T) {
 	}
 }
 
+// Rows that start anywhere relative to a 32-byte boundary (NumPy's arrays
+// often start 16 bytes off one): views at every offset of 0..8 elements,
+// with the winner (and a tie of it) at the start, inside and after the
+// SIMD part of each row in turn.
+func TestArgReduceUnalignedRows(t *testing.T) {
+	const rows, cols = 6, 200
+	for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float64} {
+		for off := 0; off <= 8; off++ {
+			for _, at := range []int{0, 3, 7, 100, 199} { // where each row's best goes
+				r := newRand(seedOf("argreduce-unaligned", dt.String(), fmt.Sprint(off, at)))
+				base := must(t)(tensor.Empty(dt, []int{rows*cols + 8}))
+				bits := make([]uint64, rows*cols+8)
+				for i := range bits {
+					bits[i] = genOne(r, dt, genNormal)
+				}
+				for row := 0; row < rows; row++ {
+					for _, c := range []int{at, (at + 1 + row) % cols} { // the best twice: a tie
+						bits[off+row*cols+c] = bitsOfFloat(dt, float64(100+row))
+					}
+				}
+				fillBits(base, bits)
+				a := must(t)(must(t)(base.Slice(0, off, off+rows*cols, 1)).Reshape([]int{rows, cols}))
+				for _, red := range [][]int{{1}, {0, 1}} {
+					keep := keepShape([]int{rows, cols}, red)
+					slices := sliceIndices([]int{rows, cols}, red)
+					abits := a.Bits()
+					keys := keysOf(dt, abits)
+					for _, rule := range []backend.Rule{backend.RuleMin, backend.RuleMax} {
+						name := fmt.Sprintf("%v %v off=%d at=%d red=%v", rule, dt, off, at, red)
+						want := oracleArg(rule, keys, slices)
+						for _, be := range familyBackends() {
+							idx := must(t)(tensor.Empty(dtype.Int64, keep))
+							vals := must(t)(tensor.Empty(dt, keep))
+							require.NoError(t, be.ArgReduce(rule, vals, idx, a), name)
+							require.Equal(t, want, idx.Int64s(), name)
+							require.Equal(t, winnerBits(abits, slices, want), vals.Bits(), name)
+							vals2 := must(t)(tensor.Empty(dt, keep))
+							require.NoError(t, be.ArgReduce(rule, vals2, nil, a), name)
+							require.Equal(t, vals.Bits(), vals2.Bits(), "%s: values only", name)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // NumPy's argmin/argmax on small examples: the first occurrence, the first
 // NaN, -0 and +0 equal, NaN ignored by fmin/fmax (all NaN: position 0).
 func TestArgReduceNumPyExamples(t *testing.T) {
