@@ -73,6 +73,9 @@ type argFuncs struct {
 	// int32 else; nil: values only); with first it initialises them
 	// instead.
 	col func(wv, wpos, p unsafe.Pointer, n, k int, first bool)
+	// col2 is col for values only, folding two rows (p0, then p1) in one
+	// pass over the running values (half the accumulator traffic).
+	col2 func(wv, p0, p1 unsafe.Pointer, n int)
 	// wide reports whether col's positions are int64.
 	wide bool
 }
@@ -111,6 +114,7 @@ func argNative[R rule, T native, P int32 | int64]() argFuncs {
 		vals:  argVals[R, T],
 		takes: func(wp, q unsafe.Pointer) bool { return !wins[R](*(*T)(wp), *(*T)(q)) },
 		col:   argCol[R, T, P],
+		col2:  argCol2[R, T],
 		wide:  unsafe.Sizeof(P(0)) == 8,
 	}
 }
@@ -211,6 +215,21 @@ func argCol[R rule, T native, P int32 | int64](wv, wpos, p unsafe.Pointer, n, k 
 		if !wins[R](v[c], x[c]) {
 			v[c], pos[c] = x[c], P(k)
 		}
+	}
+}
+
+// argCol2 is argFuncs.col2 for a native type.
+func argCol2[R rule, T native](wv, p0, p1 unsafe.Pointer, n int) {
+	v, x0, x1 := unsafe.Slice((*T)(wv), n), unsafe.Slice((*T)(p0), n), unsafe.Slice((*T)(p1), n)
+	for c := simdArgCol2[R, T](wv, p0, p1, n); c < n; c++ {
+		w := v[c]
+		if !wins[R](w, x0[c]) {
+			w = x0[c]
+		}
+		if !wins[R](w, x1[c]) {
+			w = x1[c]
+		}
+		v[c] = w
 	}
 }
 
@@ -641,12 +660,24 @@ func (b *Backend) argColumns(f *argFuncs, dst argDst, keep, a *tensor.Tensor, do
 			var cur tensor.RowCursor
 			cur.Seek(&rIt, k0/inner)
 			j := k0 % inner
-			for k := k0; k < k1; k++ {
-				f.col(wv, wpos, unsafe.Add(base, (off+cur.Offs[0]+j*ist)*sz), n, k, k == k0)
+			next := func() unsafe.Pointer { // row k's first column, then on to row k+1
+				p := unsafe.Add(base, (off+cur.Offs[0]+j*ist)*sz)
 				if j++; j == inner {
 					j = 0
 					cur.Next(&rIt)
 				}
+				return p
+			}
+			f.col(wv, wpos, next(), n, k0, true)
+			k := k0 + 1
+			if wpos == nil && f.col2 != nil {
+				for ; k+1 < k1; k += 2 {
+					p0 := next()
+					f.col2(wv, p0, next(), n)
+				}
+			}
+			for ; k < k1; k++ {
+				f.col(wv, wpos, next(), n, k, false)
 			}
 		})
 		for u := w0; u < w0+wn; u++ {

@@ -298,6 +298,37 @@ func simdArgCol[R rule, T native](wv, wpos, p unsafe.Pointer, n, k int) int {
 	return 0
 }
 
+// simdArgCol2 is simdArgCol for values only, folding rows p0 then p1 in
+// one pass; it returns how many columns it did.
+func simdArgCol2[R rule, T native](wv, p0, p1 unsafe.Pointer, n int) int {
+	if !haveAVX2 {
+		return 0
+	}
+	var z T
+	c := 0
+	switch any(z).(type) {
+	case float32:
+		for ; c+8 <= n; c += 8 {
+			pw := (*[8]float32)(unsafe.Add(wv, 4*c))
+			w := archsimd.LoadFloat32x8(pw)
+			x0 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p0, 4*c)))
+			x1 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p1, 4*c)))
+			w = w.Merge(x0, wins32[R](w, x0))
+			w.Merge(x1, wins32[R](w, x1)).Store(pw)
+		}
+	case float64:
+		for ; c+4 <= n; c += 4 {
+			pw := (*[4]float64)(unsafe.Add(wv, 8*c))
+			w := archsimd.LoadFloat64x4(pw)
+			x0 := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(p0, 8*c)))
+			x1 := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(p1, 8*c)))
+			w = w.Merge(x0, wins64[R](w, x0))
+			w.Merge(x1, wins64[R](w, x1)).Store(pw)
+		}
+	}
+	return c
+}
+
 // ld32 loads 8 float32s at element i of p, or broadcasts p's one element
 // (u == 0).
 func ld32(p unsafe.Pointer, u, i int) archsimd.Float32x8 {

@@ -32,6 +32,9 @@ func simdVals[R rule, T native](unsafe.Pointer, int) (done int, best T, ok bool)
 func simdArgCol[R rule, T native](unsafe.Pointer, unsafe.Pointer, unsafe.Pointer, int, int) int {
 	return 0
 }
+func simdArgCol2[R rule, T native](unsafe.Pointer, unsafe.Pointer, unsafe.Pointer, int) int {
+	return 0
+}
 func simdClamp(*seg, int) int       { return 0 }
 func simdClampRoute(*seg, int) int  { return 0 }
 func simdClampSelect(*seg, int) int { return 0 }
