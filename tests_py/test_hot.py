@@ -157,3 +157,123 @@ def test_copy_deepcopy_and_pickle_give_new_memory_with_the_same_bits(dtype: str)
             copy.deepcopy(y)
         with pytest.raises(RuntimeError, match="leaf"):
             pickle.dumps(y)
+
+
+# ---- Op, the C type of the public ops (_hot.c) ----
+
+def test_ops_are_the_c_op_type_with_their_public_face() -> None:
+    import pickle
+    import pydoc
+
+    assert ops.Op is hot.Op and isinstance(ops.minimum, ops.Op) and isinstance(ops.clip, ops.Op)
+    assert repr(ops.minimum) == "<pylucid op minimum>" and ops.minimum.__name__ == "minimum"
+    assert ops.minimum.schema.name == "minimum" and ops.clip.schema.name == "clamp"
+    assert ops.minimum.__doc__ == ops._DOCS["minimum"]
+    assert "Elementwise minimum with NumPy broadcasting" in pydoc.render_doc(ops.minimum, renderer=pydoc.plaintext)
+    for op in (ops.minimum, ops.sum, ops.clip, ops.argmin):
+        assert pickle.loads(pickle.dumps(op)) is op
+    assert ops.minimum.func is _t.binary and ops.minimum.args == (ops._ids["minimum"],)
+
+
+def test_op_calls_match_the_python_path() -> None:
+    """Every way of calling an op (two Tensors: straight to the library; other
+    operands, out=, keywords, wrong arguments: through the implementation)
+    gives what the implementation called directly gives, errors included."""
+    x = np.float32([1.0, np.nan, -0.0, 3.0])
+    y = np.float32([2.0, 0.0, 0.0, np.nan])
+    a, b = pylucid.from_numpy(x), pylucid.from_numpy(y)
+    mid = ops._ids["minimum"]
+    for args, kw in [((a, b), {}), ((a, y), {}), ((x, 1.5), {}), ((a,), {"b": b}), ((), {"a": a, "b": b})]:
+        want = _t._py_binary(mid, *args, **kw).numpy()
+        for got in (ops.minimum(*args, **kw), type(ops.minimum).__call__(ops.minimum, *args, **kw)):
+            np.testing.assert_array_equal(got.numpy().view(np.uint32), want.view(np.uint32))
+    for args, kw in [((a,), {}), ((a, b, b), {}), ((a, b), {"c": 1}), ((a, "x"), {})]:
+        with pytest.raises(TypeError) as want_err:
+            _t._py_binary(mid, *args, **kw)
+        with pytest.raises(TypeError) as got_err:
+            ops.minimum(*args, **kw)
+        assert str(got_err.value) == str(want_err.value)
+    np.testing.assert_array_equal(ops.sum(x).numpy(), np.sum(x))
+    np.testing.assert_array_equal(ops.amax(np.float32([[1, 5], [7, 2]]), dim=1).numpy(), [5, 7])
+    np.testing.assert_array_equal(ops.neg(a).numpy(), -x)
+    with pytest.raises(TypeError):
+        ops.Op("x", 1, 2)
+
+
+# ---- out= a NumPy array, described in C (_hot.c: ndarray_out) ----
+
+def _out_call(o, a, b):
+    """ops.minimum(a, b, out=o) and whether it took the Python descriptor
+    path (_t.out_desc, which caches by id)."""
+    _t._out_descs.clear()
+    r = ops.minimum(a, b, out=o)
+    return r, id(o) in _t._out_descs
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.zeros((4, 6), np.float32),
+    lambda: np.zeros((4, 12), np.float32)[:, ::2],     # not contiguous
+    lambda: np.zeros((6, 4), np.float32).T,            # transposed
+    lambda: np.zeros((4, 6), np.float32)[::-1, ::-1],  # negative strides
+])
+def test_out_ndarray_views_take_the_c_path_and_match_numpy(make) -> None:
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((4, 6)).astype(np.float32), rng.standard_normal((4, 6)).astype(np.float32)
+    x[0, 0], y[1, 1] = np.nan, np.nan
+    o = make()
+    r, python_path = _out_call(o, pylucid.from_numpy(x), pylucid.from_numpy(y))
+    assert r is o and not python_path
+    np.testing.assert_array_equal(o.view(np.uint32), np.minimum(x, y).view(np.uint32))
+
+
+def test_out_ndarray_0d_takes_the_c_path() -> None:
+    o = np.zeros((), np.float32)
+    r, python_path = _out_call(o, pylucid.tensor(np.float32(2)), pylucid.tensor(np.float32(-1)))
+    assert r is o and not python_path and o == -1
+
+
+def _same_error(o, a, b):
+    """out=o raises as the Python path (call_op) does; returns the error."""
+    mid = ops._ids["minimum"]
+    with pytest.raises(Exception) as want:
+        _t.call_op(mid, (a, b), (), o, 1)
+    with pytest.raises(Exception) as got:
+        ops.minimum(a, b, out=o)
+    assert type(got.value) is type(want.value) and str(got.value) == str(want.value)
+    return got.value
+
+
+def test_out_ndarray_errors_are_the_python_paths() -> None:
+    a = pylucid.from_numpy(np.float32([1, 2, 3, 4]))
+    b = pylucid.from_numpy(np.float32([4, 3, 2, 1]))
+    ro = np.zeros(4, np.float32)
+    ro.flags.writeable = False
+    assert isinstance(_same_error(ro, a, b), ValueError) and not ro.any()
+    _same_error(np.zeros(4, np.float64), a, b)                        # wrong dtype
+    _same_error(np.zeros(4, np.bool_), a, b)                          # bool (the Python path)
+    _same_error(np.zeros(4, np.dtype(np.float32).newbyteorder()), a, b)  # byte-swapped
+    _same_error(np.zeros(5, np.float32), a, b)                        # wrong shape
+    _same_error(np.ndarray((4,), np.float32, np.zeros(20, np.uint8), 0, (5,)), a, b)  # strides not in items
+    _same_error(np.zeros((), np.float32), a, b)                       # 0-d for a 1-d result
+    with pytest.raises(TypeError):
+        ops.minimum(a, b, out=[0.0] * 4)
+
+
+def test_out_ndarray_bool_and_byteswapped_take_the_python_path() -> None:
+    t = pylucid.from_numpy(np.array([True, False, True]))
+    f = pylucid.from_numpy(np.array([True, True, False]))
+    o = np.zeros(3, np.bool_)
+    r, python_path = _out_call(o, t, f)
+    assert r is o and python_path
+    np.testing.assert_array_equal(o, [True, False, False])
+
+
+def test_out_ndarray_in_place_and_overlap() -> None:
+    x = np.float32([5, 1, 4, 2])
+    a = pylucid.from_numpy(x)  # shares x's memory
+    b = pylucid.from_numpy(np.float32([3, 3, 3, 3]))
+    r, python_path = _out_call(x, a, b)  # in place: out is that input
+    assert r is x and not python_path
+    np.testing.assert_array_equal(x, [3, 1, 3, 2])
+    buf = np.float32([5, 1, 4, 2, 0])
+    _same_error(buf[1:], pylucid.from_numpy(buf[:-1]), b)  # shares memory with an input, not being it

@@ -120,10 +120,12 @@ func alloc(dt dtype.Dtype, shape []int, zeroed bool) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n > math.MaxInt64/dt.Size() {
+	// n * size without a division (this runs for every op result).
+	hi, nbytes := bits.Mul64(uint64(n), uint64(dt.Size()))
+	if hi != 0 || nbytes > math.MaxInt64 {
 		return nil, errs.Valuef("shape %v of %v needs more bytes than fit in int64", slices.Clone(shape), dt)
 	}
-	s, err := newStorage(n*dt.Size(), zeroed)
+	s, err := newStorage(int(nbytes), zeroed)
 	if err != nil {
 		return nil, err
 	}

@@ -12,9 +12,10 @@ import enum
 import functools
 import operator
 import sys
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _lib
+from ._runtime import _hot
 from .tensor import Tensor, _operand, as_tensor, binary, call_op, late, reduce, reduction_attrs, unary
 
 ArrayLike = Any
@@ -56,17 +57,16 @@ def schemas() -> List[OpSchema]:
     return sorted(_load_schemas().values())
 
 
-class Op(functools.partial):  # type: ignore[type-arg]
-    """A callable op with its schema.
+class _PartialOp(functools.partial):  # type: ignore[type-arg]
+    """A callable op with its schema (ops.Op where pylucid._hot is missing).
 
     A ``functools.partial`` of the op's implementation: calling it goes
-    straight to that function (C-level dispatch, no extra Python frame), which
-    matters on the per-call hot path.
+    straight to that function (C-level dispatch, no extra Python frame).
     """
 
     _name: str
 
-    def __new__(cls, name: str, fn: Callable[..., Tensor], *args: Any, doc: str = "") -> "Op":
+    def __new__(cls, name: str, fn: Callable[..., Tensor], *args: Any, doc: str = "") -> "_PartialOp":
         self = super().__new__(cls, fn, *args)
         self._name = name
         self.__doc__ = doc
@@ -82,6 +82,30 @@ class Op(functools.partial):  # type: ignore[type-arg]
 
     def __reduce__(self) -> Any:  # pickles by name, like a function
         return (_op_named, (self._name,))
+
+
+if TYPE_CHECKING:
+    class Op:
+        """A callable op with its schema (what every public op is)."""
+
+        _name: str
+        __name__: str
+        func: Callable[..., Any]
+        args: Tuple[Any, ...]
+
+        def __init__(self, name: str, fn: Callable[..., Any], *args: Any, doc: str = "") -> None: ...
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+        @property
+        def schema(self) -> OpSchema: ...
+elif _hot is not None:
+    # The C type (_hot.c): its calls take the vectorcall protocol, and a
+    # binary op called with two Tensors goes straight to the library. Its
+    # schema, repr and pickling are as _PartialOp's.
+    Op = _hot.Op
+else:
+    Op = _PartialOp
 
 
 def _op_named(name: str) -> "Op":

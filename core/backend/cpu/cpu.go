@@ -220,19 +220,23 @@ const (
 	WakeParallel = 1 << 20
 )
 
-// flatSeg returns the segment template of n-element operands that are each
-// contiguous or a single broadcast element (see isFlat): no iteration plan
-// is needed. A contiguous operand gets its element stride even when n is 1,
-// so the fast paths (which want a unit-stride output) take it.
-func flatSeg(n int, ts []*tensor.Tensor) seg {
+// flatSeg returns the segment template of n-element operands and whether
+// they are flat: each contiguous with n elements, or one element seen
+// everywhere (a 0-d value broadcast); then no iteration plan is needed. A
+// contiguous operand gets its element stride even when n is 1, so the fast
+// paths (which want a unit-stride output) take it. One pass over the
+// operands: this runs for every elementwise op.
+func flatSeg(n int, ts []*tensor.Tensor) (seg, bool) {
 	var s seg
 	for o, t := range ts {
 		if t.Numel() == n && t.IsContiguous() {
 			s.s[o] = t.Dtype().Size()
+		} else if !isBroadcastScalar(t) {
+			return s, false
 		}
 		s.p[o] = t.DataPointer()
 	}
-	return s
+	return s, true
 }
 
 // flatSegs runs k over elements [start, end) of the flat operands of
@@ -246,17 +250,6 @@ func flatSegs(base seg, nops, start, end int, k segFunc) {
 		s.n = min(maxSeg, end-c)
 		k(s)
 	}
-}
-
-// isFlat reports whether every operand is contiguous with ts[0]'s element
-// count or is one element seen everywhere (a 0-d value broadcast).
-func isFlat(n int, ts []*tensor.Tensor) bool {
-	for _, t := range ts {
-		if !isBroadcastScalar(t) && (t.Numel() != n || !t.IsContiguous()) {
-			return false
-		}
-	}
-	return true
 }
 
 // isBroadcastScalar reports whether every element of t is the same memory
@@ -279,8 +272,7 @@ func (b *Backend) elementwise(k segFunc, ts ...*tensor.Tensor) {
 	if n == 0 {
 		return
 	}
-	if isFlat(n, ts) {
-		base := flatSeg(n, ts)
+	if base, flat := flatSeg(n, ts); flat {
 		if !b.split(n) {
 			flatSegs(base, len(ts), 0, n, k)
 		} else {
