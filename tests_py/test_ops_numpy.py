@@ -1619,6 +1619,21 @@ def test_out_examples():
         leaf.clamp_(0.0, 1.5)
 
 
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0,), (2, 0, 4)])
+def test_out_empty_ndarray(shape):
+    # NumPy gives empty arrays zero strides (np.zeros((0, 3)).strides is
+    # (0, 0)): an empty out has no elements to share, so it is taken, by
+    # the C path (tensors a, b) and the Python path alike.
+    a, b = np.zeros(shape, np.float32), np.ones(shape, np.float32)
+    for x, y in ((a, b), (pylucid.from_numpy(a), pylucid.from_numpy(b))):
+        o = np.zeros(shape, np.float32)
+        assert ops.minimum(x, y, out=o) is o
+        assert ops.clamp(x, 0.0, 1.0, out=o) is o
+    if shape[0] == 0 and len(shape) > 1:  # a reduction to an empty result
+        o = np.zeros(shape[:-1], np.float32)
+        assert ops.amax(a, -1, out=o) is o
+
+
 # ------------------------------------------------------------------ Tensor methods equal the functions
 
 
