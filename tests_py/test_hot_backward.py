@@ -121,7 +121,7 @@ def test_backward_python_scalar_gradient():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
-@pytest.mark.parametrize("g", [0.1, -2.5e-8, 3, 2**60 + 1, 1e300, -1e39, float("inf")])
+@pytest.mark.parametrize("g", [0.1, -2.5e-8, 3, 2**60 + 1, 1e300, -1e39, float("inf"), float("nan")])
 def test_python_number_gradient_rounds_once_in_output_dtype(dtype, g):
     # A Python number is weak (docs/dtypes.md): it becomes the output's
     # dtype, rounded once from its exact value, in every backward form

@@ -1140,6 +1140,38 @@ static void release_temps(const int64_t *temps, Py_ssize_t n) {
     }
 }
 
+/* A Python float g given as the gradient of t, a float32 or float64 tensor:
+ * a 0-d tensor of t's dtype holding g rounded once (lucid_scalar converts
+ * the double), as tensor.gradient_operand makes it on the Python path
+ * (docs/autograd.md). Returns grad_handle's values; 0 (the Python path)
+ * for other dtypes. */
+static int number_grad(PyObject *t, PyObject *g, int64_t *h, int64_t *temp) {
+    *temp = 0;
+    PyObject *dt = ((TensorBase *)t)->dtype;
+    int32_t code = -1;
+    for (Py_ssize_t i = 0; i < PyTuple_Size(by_code) && code < 0; i++) {
+        if (PyTuple_GetItem(by_code, i) == dt) {
+            code = (int32_t)i;
+        }
+    }
+    if (code != LUCID_FLOAT32 && code != LUCID_FLOAT64) {
+        return 0;
+    }
+    double v = PyFloat_AsDouble(g);
+    if (v == -1.0 && PyErr_Occurred()) {
+        return -1;
+    }
+    lucid_tensor_info info;
+    int rc = lucid_scalar(code, v, 0, &info);
+    if (rc) {
+        status_error(rc);
+        return -1;
+    }
+    *h = info.handle;
+    *temp = -info.handle; /* 0-d: released in the batch of dropped small tensors */
+    return 1;
+}
+
 /* backward_grad(t, g, flags): t.backward(g) with g a Tensor or an ndarray
  * (lent for the call), flags lucid.h's (retain_graph); None when done, a Run
  * stopped at a Python Function, or NotImplemented for the Python path. */
@@ -1155,7 +1187,7 @@ static PyObject *hot_backward_grad(PyObject *mod, PyObject *args) {
     }
     int32_t mode;
     int64_t gh, temp;
-    int r = grad_handle(g, &gh, &temp);
+    int r = PyFloat_CheckExact(g) ? number_grad(t, g, &gh, &temp) : grad_handle(g, &gh, &temp);
     if (r <= 0) {
         if (r == 0) {
             Py_RETURN_NOTIMPLEMENTED;

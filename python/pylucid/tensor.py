@@ -469,8 +469,8 @@ class Tensor(_TensorBase):
                 return
             late.run([self], None, None, 0, False)
             return
-        if gradient is not None:
-            gradient = gradient_operand(gradient, self)
+        if gradient is not None and (type(gradient) is not float or _hot is None or create_graph):
+            gradient = gradient_operand(gradient, self)  # a float: _hot.backward_grad makes it (number_grad)
         if gradient is not None and not create_graph and _hot is not None and type(self) is Tensor:
             # backward(g), g a Tensor, a NumPy array (lent for the call) or a
             # Python number (as an array), in C.
