@@ -634,6 +634,10 @@ done:
 static PyObject *op_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     OpObject *o = (OpObject *)self;
     Py_ssize_t nargs = (Py_ssize_t)(nargsf & ~PY_VECTORCALL_ARGUMENTS_OFFSET);
+    if (o->func == NULL || o->args == NULL) { /* cleared by the collector (interpreter shutdown) */
+        PyErr_SetString(PyExc_RuntimeError, "pylucid op called after it was cleared");
+        return NULL;
+    }
     if (o->code >= 0 && nargs == 2 && kwnames == NULL && !forked && !forward_levels && is_tensor(args[0]) &&
         is_tensor(args[1]) && o->code < n_ops && op_kinds[o->code] == OP_BINARY) {
         return binary_call(o->code, args[0], args[1]);
