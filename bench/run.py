@@ -619,8 +619,9 @@ def main() -> int:
                  % (extra_mb, mem["base"], mem["peak"], need)})
 
     # ---- report ----
-    print("pylucid %s, numpy %s, torch %s, threads %d, simd %s" % (
-        pylucid.__version__, np.__version__, torch.__version__ if torch is not None else "not installed",
+    print("pylucid %s (%s), numpy %s, torch %s, threads %d, simd %s" % (
+        pylucid.__version__, pathlib.Path(pylucid.__file__).parent, np.__version__,
+        torch.__version__ if torch is not None else "not installed",
         pylucid.get_num_threads(), os.environ.get("GOEXPERIMENT", "as built")))
     head = "%-46s %11s %11s %9s %11s %9s  %s" % ("case", "pylucid ms", "numpy ms", "ratio", "torch ms", "ratio",
                                                "target / notes")
