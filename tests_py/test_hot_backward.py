@@ -3,6 +3,7 @@ the same gradients, bit for bit, as the Python path; the same exceptions
 with the same messages; handles and borrowed buffers back to their
 baseline; and threads."""
 
+import contextlib
 import gc
 import sys
 import threading
@@ -73,7 +74,10 @@ def test_backward_gradient_matches_python_path(n, dtype, form):
     assert _run_backward(a, b, g, python=False) == _run_backward(a, b, g, python=True)
 
 
-def test_backward_gradient_reaches_c_path():
+@contextlib.contextmanager
+def _backward_grad_calls():
+    """Records what each _hot.backward_grad call returns (NotImplemented:
+    it handed the call back to the Python path)."""
     calls = []
     real = _hot.backward_grad
 
@@ -89,12 +93,17 @@ def test_backward_gradient_reaches_c_path():
     saved = _tensor_mod._hot
     _tensor_mod._hot = Spy()
     try:
+        yield calls
+    finally:
+        _tensor_mod._hot = saved
+
+
+def test_backward_gradient_reaches_c_path():
+    with _backward_grad_calls() as calls:
         a, b = _pair(4)
         x, y = _leaves(a, b)
         ops.minimum(x, y).backward(np.ones(4, np.float32))
         ops.minimum(x, y).backward(pylucid.from_numpy(np.ones(4, np.float32)))
-    finally:
-        _tensor_mod._hot = saved
     assert calls == [None, None]  # done in C, never NotImplemented
 
 
@@ -151,25 +160,9 @@ def test_python_number_gradient_rounds_once_in_output_dtype(dtype, g):
 
 
 def test_python_number_gradient_takes_c_path():
-    calls = []
-    real = _hot.backward_grad
-
-    class Spy:
-        def __getattr__(self, name):
-            return getattr(_hot, name)
-
-        def backward_grad(self, *args):
-            r = real(*args)
-            calls.append(r)
-            return r
-
-    saved = _tensor_mod._hot
-    _tensor_mod._hot = Spy()
-    try:
+    with _backward_grad_calls() as calls:
         x = pylucid.tensor(np.ones(2, np.float32), requires_grad=True)
         ops.minimum(x, 2.0).sum().backward(1.5)
-    finally:
-        _tensor_mod._hot = saved
     assert calls == [None]
     np.testing.assert_array_equal(x.grad.numpy(), np.float32([1.5, 1.5]))
 
