@@ -847,13 +847,30 @@ def _py_reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: b
             return r[0]  # type: ignore[no-any-return]
     buf, mv, inp = _meta_buffer()
     mv[_IN] = ta._h
-    rc = _lucid_op(op, inp, 1, attrs, len(attrs), state.mode | _INTERRUPTIBLE, buf)
+    rc = _call_interruptible(lambda: _lucid_op(op, inp, 1, attrs, len(attrs), state.mode | _INTERRUPTIBLE, buf), buf)
     if rc:
+        raise_status(rc)
+    return _from_meta(mv)
+
+
+def _call_interruptible(call: Callable[[], int], buf: Any) -> int:
+    """call() (lucid_op or lucid_op_n in LUCID_MODE_INTERRUPTIBLE, meta in
+    buf), then the wait for the job it may start (_await_job). A Ctrl-C that
+    lands right after the call returned, before its status reached Python,
+    cancels that job too: buf[1] is set to -1, which a call that starts a job
+    leaves as it is (it writes only the job's id, in buf[0]), while a result
+    overwrites it."""
+    buf[0], buf[1] = 0, -1
+    rc: Optional[int] = None
+    try:
+        rc = call()
         if rc == _PENDING:
             rc = _await_job(buf)
-        if rc:
-            raise_status(rc)
-    return _from_meta(mv)
+        return rc
+    except BaseException:
+        if (rc is None or rc == _PENDING) and buf[1] == -1 and buf[0] != 0:
+            lib.lucid_job_cancel(buf[0])  # LUCID_EVALUE, harmless, if _await_job cancelled it
+        raise
 
 
 def _await_job(buf: Any) -> int:
@@ -961,13 +978,12 @@ def call_op(op: int, ins: Sequence[Optional["Tensor"]], attrs: Sequence[int], ou
                 raise TypeError("out must be a pylucid.Tensor or a numpy.ndarray, got %s" % type(o).__name__)
     meta = ffi.new("int64_t[]", nout * _LEN)
     attrs_arr = ffi.new("int64_t[]", list(attrs)) if attrs else _NULL
-    rc = _lucid_op_n(op, in_arr, len(ins), attrs_arr, len(attrs), outs_arr, nout if given is not None else 0,
-                     state.mode | _INTERRUPTIBLE, meta)
+    n_given = nout if given is not None else 0
+    rc = _call_interruptible(  # a long reduction runs as a job: Ctrl-C stops it (lucid.h)
+        lambda: _lucid_op_n(op, in_arr, len(ins), attrs_arr, len(attrs), outs_arr, n_given, state.mode | _INTERRUPTIBLE,
+                            meta), meta)
     if rc:
-        if rc == _PENDING:
-            rc = _await_job(meta)  # a long reduction: Ctrl-C stops it (lucid.h)
-        if rc:
-            raise_status(rc)
+        raise_status(rc)
     mv = memoryview(ffi.buffer(meta)).cast("q")
     res: List[Any] = []
     for i in range(nout):
