@@ -214,20 +214,31 @@ func newStorage(nbytes int, zeroed bool) (*Storage, error) {
 	return s, nil
 }
 
-func addCleanup(s *Storage) { runtime.AddCleanup(s, func(m *ownedMemory) { m.release() }, s.owned) }
+func addCleanup(s *Storage) {
+	cleanupsAdded.Add(1)
+	runtime.AddCleanup(s, func(m *ownedMemory) { m.release() }, s.owned)
+}
+
+// cleanupsAdded counts addCleanup's registrations (for tests).
+var cleanupsAdded atomic.Int64
 
 // young holds small owned storages whose cleanup is not registered yet.
 // Most op results are freed early (their handle goes, or the gradient slot
 // lets go) within a few calls, and then never need a cleanup: registering
 // one costs more than an op on a small tensor. So registration waits until
-// youngMax storages have been made, and happens only for those still holding
-// memory. The list keeps its storages reachable meanwhile, which is why only
-// small ones (youngBytes) wait; FlushYoung ends the wait (hosts call it
-// before collecting garbage on purpose).
+// a storage is youngKeep storages old, and happens only for those still
+// holding memory. Registering the newest ones too would register nearly all
+// of them: a host may batch its handle releases (the Python extension
+// sends 64 at a time), so the storages made just before registration are
+// still held then even when they die at once. The list keeps its storages
+// reachable meanwhile, which is why only small ones (youngBytes) wait;
+// FlushYoung ends the wait (hosts call it before collecting garbage on
+// purpose).
 var young youngList
 
 const (
-	youngMax   = 64
+	youngMax   = 256 // storages the list holds at most
+	youngKeep  = 128 // the newest, kept waiting when the list is full
 	youngBytes = 64 << 10
 )
 
@@ -244,7 +255,10 @@ func (y *youngList) add(s *Storage) {
 	y.list = append(y.list, s)
 	var batch []*Storage
 	if len(y.list) == youngMax {
-		batch, y.list = y.list, nil
+		// the oldest go to registration, the newest keep waiting
+		old := youngMax - youngKeep
+		batch = y.list[:old:old]
+		y.list = append(make([]*Storage, 0, youngMax), y.list[old:]...)
 	}
 	y.mu.Unlock()
 	register(batch)
