@@ -219,7 +219,7 @@ func lucid_tensor_borrow(base unsafe.Pointer, nbytes C.int64_t, dt C.int32_t, nd
 		borrowedCount.Add(1)
 		borrowedBytes.Add(size)
 		maybeCollect(0)
-		t, err := tensor.NewView(storage, d, s, st, int(offset))
+		t, err := tensor.NewSoleView(storage, d, s, st, int(offset))
 		if err != nil {
 			return err
 		}

@@ -254,7 +254,11 @@ func (q *queue) pop(max int) []int64 {
 	defer q.mu.Unlock()
 	n := min(max, len(q.items))
 	out := append([]int64(nil), q.items[:n]...)
-	q.items = q.items[n:]
+	if n == len(q.items) {
+		q.items = q.items[:0] // reuse the array: a queue drained as it fills never grows
+	} else {
+		q.items = q.items[n:]
+	}
 	pendingItems.Add(-int64(n))
 	return out
 }

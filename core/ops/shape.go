@@ -40,7 +40,7 @@ func operandViews(name string, ts ...*tensor.Tensor) ([]int, []*tensor.Tensor, e
 func broadcastViews(shape []int, ts ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	out := make([]*tensor.Tensor, len(ts))
 	for i, t := range ts {
-		v, err := t.BroadcastTo(shape)
+		v, err := broadcastInput(t, shape) // t itself where it has the shape
 		if err != nil {
 			return nil, err
 		}

@@ -14,21 +14,23 @@ import (
 //
 // It either owns its memory (allocated by the package Allocator) or borrows
 // memory that belongs to someone else (a NumPy buffer, a DLPack producer).
-// Either way, the release hook given at creation runs exactly once, after the
-// last Go reference to the Storage is gone (runtime.AddCleanup), so the
-// owner of borrowed memory learns when Go no longer needs it.
+// Either way, the release hook given at creation runs exactly once, at the
+// latest after the last Go reference to the Storage is gone
+// (runtime.AddCleanup), so the owner of borrowed memory learns when Go no
+// longer needs it.
 //
-// Owned memory can also go back early: a host that hands tensors out by
+// The memory can also go back early: a host that hands tensors out by
 // handle (the C ABI) reports each handle with AddHandle/ReleaseHandle, and so
 // does a tensor's gradient slot; when the last hold on a storage that
-// nothing else in Go ever shared goes, its memory is freed at once — while
-// still in cache — instead of at the next garbage collection. Anything else
-// that lets the storage outlive those holds (a view, a saved tensor) marks
-// it shared first, which rules early freeing out for good.
+// nothing else in Go ever shared goes, owned memory is freed (and borrowed
+// memory released) at once — while still in cache — instead of at the next
+// garbage collection. Anything else that lets the storage outlive those
+// holds (a view, a saved tensor) marks it shared first, which rules early
+// freeing out for good.
 type Storage struct {
 	data     []byte
 	readOnly bool
-	owned    *ownedMemory // nil for borrowed memory
+	owned    *ownedMemory // nil for Go heap memory and memory borrowed without a release hook
 	shared   atomic.Bool
 	handles  atomic.Int32
 	// goMemory: the bytes are Go heap memory (an Allocator that returned no
@@ -222,7 +224,8 @@ func addCleanup(s *Storage) {
 // cleanupsAdded counts addCleanup's registrations (for tests).
 var cleanupsAdded atomic.Int64
 
-// young holds small owned storages whose cleanup is not registered yet.
+// young holds small storages (owned, or borrowed with a release hook) whose
+// cleanup is not registered yet.
 // Most op results are freed early (their handle goes, or the gradient slot
 // lets go) within a few calls, and then never need a cleanup: registering
 // one costs more than an op on a small tensor. So registration waits until
@@ -292,12 +295,24 @@ type paddedStorage struct {
 }
 
 // BorrowStorage wraps memory owned elsewhere, without copying. release, if not
-// nil, runs once when no Go object refers to the storage any more. A read-only
-// storage is never written by any kernel: results always go to new storage.
+// nil, runs once: when the last host handle goes from a storage that was
+// never shared (as owned memory is freed early, see ReleaseHandle), or else
+// when no Go object refers to the storage any more. A read-only storage is
+// never written by any kernel: results always go to new storage.
+//
+// A small borrowed storage waits in the young list for its cleanup, as
+// small owned ones do: most are lent for one call (a NumPy gradient given
+// to backward, a from_numpy result dropped at once) and released early, and
+// registering a cleanup cost more than the rest of the borrow.
 func BorrowStorage(data []byte, readOnly bool, release func()) *Storage {
 	s := &Storage{data: data, readOnly: readOnly}
 	if release != nil {
-		runtime.AddCleanup(s, func(f func()) { f() }, release)
+		s.owned = &ownedMemory{free: release}
+		if len(data) <= youngBytes {
+			young.add(s)
+		} else {
+			addCleanup(s)
+		}
 	}
 	return s
 }

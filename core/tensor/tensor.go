@@ -154,8 +154,19 @@ type freshTensor struct {
 }
 
 // NewView returns a tensor over s. Every element it can address must lie
-// inside the storage.
+// inside the storage. It marks s shared (see Storage).
 func NewView(s *Storage, dt dtype.Dtype, shape, strides []int, offset int) (*Tensor, error) {
+	return newView(s, dt, shape, strides, offset, true)
+}
+
+// NewSoleView is NewView for the first tensor over a storage just made (a
+// borrowed buffer): s is not marked shared, so that, like a fresh result,
+// it can go back as soon as the last handle to this tensor goes.
+func NewSoleView(s *Storage, dt dtype.Dtype, shape, strides []int, offset int) (*Tensor, error) {
+	return newView(s, dt, shape, strides, offset, false)
+}
+
+func newView(s *Storage, dt dtype.Dtype, shape, strides []int, offset int, share bool) (*Tensor, error) {
 	if !dt.Valid() {
 		return nil, errs.Typef("unsupported dtype %v", dt)
 	}
@@ -169,8 +180,13 @@ func NewView(s *Storage, dt dtype.Dtype, shape, strides []int, offset int) (*Ten
 	if err != nil {
 		return nil, err
 	}
-	s.MarkShared()
-	t := &Tensor{storage: s, dtype: dt, shape: clone(shape), strides: clone(strides), offset: offset}
+	if share {
+		s.MarkShared()
+	}
+	base := Tensor{storage: s, dtype: dt}
+	t := base.newViewUnshared(len(shape), offset) // one allocation with the shape and strides
+	copy(t.shape, shape)
+	copy(t.strides, strides)
 	if n == 0 {
 		return t, nil
 	}
