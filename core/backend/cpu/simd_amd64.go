@@ -111,13 +111,25 @@ func simdSelect[R rule](s *seg, sz int, io, ia, ib int) (done int) {
 		o, a, b := elems[float32](s.p[io], n, 1), elems[float32](s.p[ia], n, ua), elems[float32](s.p[ib], n, ub)
 		i := 0
 		if ua == 1 && ub == 1 { // the common case, with direct loads
-			// Pointer steps instead of slicing: no bounds checks in the loop
-			// (i+8 <= n and all three hold n elements).
+			// Moving pointers instead of slicing: no bounds checks, and no
+			// address arithmetic per load (i+16 <= n and all three hold n
+			// elements, so each pointer stays inside its operand).
 			pa, pb, po := s.p[ia], s.p[ib], s.p[io]
-			for ; i+8 <= n; i += 8 {
-				x := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pa, 4*i)))
-				y := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pb, 4*i)))
-				x.Merge(y, wins32[R](x, y)).Store((*[8]float32)(unsafe.Add(po, 4*i)))
+			ld := func(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {
+				return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, off)))
+			}
+			for ; i+16 <= n; i += 16 {
+				x0, y0, x1, y1 := ld(pa, 0), ld(pb, 0), ld(pa, 32), ld(pb, 32)
+				x0.Merge(y0, wins32[R](x0, y0)).Store((*[8]float32)(po))
+				x1.Merge(y1, wins32[R](x1, y1)).Store((*[8]float32)(unsafe.Add(po, 32)))
+				if i+32 <= n {
+					pa, pb, po = unsafe.Add(pa, 64), unsafe.Add(pb, 64), unsafe.Add(po, 64)
+				}
+			}
+			if i+8 <= n {
+				x := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(s.p[ia], 4*i)))
+				y := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(s.p[ib], 4*i)))
+				x.Merge(y, wins32[R](x, y)).Store((*[8]float32)(unsafe.Add(s.p[io], 4*i)))
 			}
 		} else {
 			for ; i+8 <= n; i += 8 {
@@ -130,12 +142,23 @@ func simdSelect[R rule](s *seg, sz int, io, ia, ib int) (done int) {
 	}
 	o, a, b := elems[float64](s.p[io], n, 1), elems[float64](s.p[ia], n, ua), elems[float64](s.p[ib], n, ub)
 	i := 0
-	if ua == 1 && ub == 1 {
+	if ua == 1 && ub == 1 { // as for float32 above
 		pa, pb, po := s.p[ia], s.p[ib], s.p[io]
-		for ; i+4 <= n; i += 4 {
-			x := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pa, 8*i)))
-			y := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(pb, 8*i)))
-			x.Merge(y, wins64[R](x, y)).Store((*[4]float64)(unsafe.Add(po, 8*i)))
+		ld := func(p unsafe.Pointer, off uintptr) archsimd.Float64x4 {
+			return archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(p, off)))
+		}
+		for ; i+8 <= n; i += 8 {
+			x0, y0, x1, y1 := ld(pa, 0), ld(pb, 0), ld(pa, 32), ld(pb, 32)
+			x0.Merge(y0, wins64[R](x0, y0)).Store((*[4]float64)(po))
+			x1.Merge(y1, wins64[R](x1, y1)).Store((*[4]float64)(unsafe.Add(po, 32)))
+			if i+16 <= n {
+				pa, pb, po = unsafe.Add(pa, 64), unsafe.Add(pb, 64), unsafe.Add(po, 64)
+			}
+		}
+		if i+4 <= n {
+			x := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(s.p[ia], 8*i)))
+			y := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(s.p[ib], 8*i)))
+			x.Merge(y, wins64[R](x, y)).Store((*[4]float64)(unsafe.Add(s.p[io], 8*i)))
 		}
 	} else {
 		for ; i+4 <= n; i += 4 {
