@@ -184,3 +184,34 @@ func TestGradientReplacedInItsSlotDuringTheRunStaysAlive(t *testing.T) {
 		require.Equal(t, 14.0, g, "element %d", i) // 2*3 + 5 + 2 + 1
 	}
 }
+
+// A borrowed buffer's release hook runs when the last handle to its sole
+// tensor goes (tensor.NewSoleView), unless something shared the storage (a
+// view): then only the collector runs it. Small and large buffers alike.
+func TestBorrowedBufferReleasedWithItsLastHandle(t *testing.T) {
+	for _, n := range []int{4, 1 << 20} {
+		var released atomic.Int32
+		st := tensor.BorrowStorage(make([]byte, 4*n), false, func() { released.Add(1) })
+		x, err := tensor.NewSoleView(st, dtype.Float32, []int{n}, []int{1}, 0)
+		require.NoError(t, err)
+		x.Storage().AddHandle()
+		x.Storage().AddHandle() // a second hold (the gradient slot, say)
+		x.Storage().ReleaseHandle()
+		require.Zero(t, released.Load(), "n=%d: released while a hold remains", n)
+		x.Storage().ReleaseHandle()
+		require.Equal(t, int32(1), released.Load(), "n=%d: released at the last hold", n)
+		runtime.KeepAlive(x)
+
+		// Shared (a view of it exists): the last handle does not release it.
+		var released2 atomic.Int32
+		st2 := tensor.BorrowStorage(make([]byte, 4*n), false, func() { released2.Add(1) })
+		y, err := tensor.NewSoleView(st2, dtype.Float32, []int{n}, []int{1}, 0)
+		require.NoError(t, err)
+		y.Storage().AddHandle()
+		v, err := y.Reshape([]int{1, n})
+		require.NoError(t, err)
+		y.Storage().ReleaseHandle()
+		require.Zero(t, released2.Load(), "n=%d: released under a view", n)
+		runtime.KeepAlive(v)
+	}
+}
