@@ -359,16 +359,26 @@ def check_clamp(x: Any, lo: Any = None, hi: Any = None, name: str = "clamp", **k
         same_bits(got, want, "clamp")
     else:
         same_values(got, want, "clamp")
-    comp = x
+    # Exactly maximum then minimum in the result dtype (operands converted
+    # to it first, as clamp converts them).
+    comp_dt = pylucid.tensor(cast(x, dt))
     if lo is not None:
-        comp = ops.maximum(comp, lo)
+        comp_dt = ops.maximum(comp_dt, pylucid.tensor(cast(lo, dt)))
     if hi is not None:
-        comp = ops.minimum(comp, hi)
+        comp_dt = ops.minimum(comp_dt, pylucid.tensor(cast(hi, dt)))
+    same_bits(got, np.broadcast_to(to_numpy(comp_dt), got.shape), "composition in %s" % dt)
+    # The composition as written promotes pairwise: where every step already
+    # has the result dtype it is the same computation; elsewhere a narrower
+    # step may round first (int8 with a weak 5e-154 is float32: 0.0), and
+    # clamp, which promotes the three at once (as NumPy and PyTorch), does not.
+    comp, steps_in_dt = x, True
+    for f, v in ((ops.maximum, lo), (ops.minimum, hi)):
+        if v is not None:
+            comp = f(comp, v)
+            steps_in_dt = steps_in_dt and comp.dtype.name == dt
     comp_np = to_numpy(comp) if isinstance(comp, pylucid.Tensor) else np.asarray(comp)
-    if comp_np.dtype == got.dtype:
+    if steps_in_dt and comp_np.dtype == got.dtype:
         same_bits(got, np.broadcast_to(comp_np, got.shape), "composition")
-    else:  # the composition promotes pairwise; clamp promotes the three at once (as NumPy and PyTorch)
-        same_values(_comparable(got), np.broadcast_to(_comparable(comp_np), got.shape), "composition")
     return got
 
 
