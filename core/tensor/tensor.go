@@ -156,17 +156,17 @@ type freshTensor struct {
 // NewView returns a tensor over s. Every element it can address must lie
 // inside the storage. It marks s shared (see Storage).
 func NewView(s *Storage, dt dtype.Dtype, shape, strides []int, offset int) (*Tensor, error) {
-	return newView(s, dt, shape, strides, offset, true)
+	return viewOfStorage(s, dt, shape, strides, offset, true)
 }
 
 // NewSoleView is NewView for the first tensor over a storage just made (a
 // borrowed buffer): s is not marked shared, so that, like a fresh result,
 // it can go back as soon as the last handle to this tensor goes.
 func NewSoleView(s *Storage, dt dtype.Dtype, shape, strides []int, offset int) (*Tensor, error) {
-	return newView(s, dt, shape, strides, offset, false)
+	return viewOfStorage(s, dt, shape, strides, offset, false)
 }
 
-func newView(s *Storage, dt dtype.Dtype, shape, strides []int, offset int, share bool) (*Tensor, error) {
+func viewOfStorage(s *Storage, dt dtype.Dtype, shape, strides []int, offset int, share bool) (*Tensor, error) {
 	if !dt.Valid() {
 		return nil, errs.Typef("unsupported dtype %v", dt)
 	}
