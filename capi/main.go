@@ -574,21 +574,35 @@ type backwardRun struct {
 	pending *autograd.Pending
 }
 
+// pausedRun is the handle of a run stopped at a host function. The run
+// outlives the call that gave it its gradients, and the host may drop those
+// gradients' handles as soon as the call returns (the C extension does so
+// with a NumPy array lent for the call), so they are marked shared: never
+// freed early while the paused run may still hand them to a host function.
+func pausedRun(r *autograd.Run, p *autograd.Pending, given []*tensor.Tensor) C.int64_t {
+	for _, g := range given {
+		if g != nil {
+			g.Storage().MarkShared()
+		}
+	}
+	return C.int64_t(handles.put(&backwardRun{run: r, pending: p}))
+}
+
 func startRun(roots, grads *C.int64_t, n C.int32_t, inputs *C.int64_t, ninputs C.int32_t,
-	flags C.int32_t, mode C.int32_t) (*autograd.Run, error) {
+	flags C.int32_t, mode C.int32_t) (*autograd.Run, []*tensor.Tensor, error) {
 	gateEnter()
 	c, err := contextOf(mode)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rs, err := getTensors(roots, int(n), false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var gs []*tensor.Tensor
 	if grads != nil {
 		if gs, err = getTensors(grads, int(n), true); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	opts := autograd.Options{
@@ -599,10 +613,11 @@ func startRun(roots, grads *C.int64_t, n C.int32_t, inputs *C.int64_t, ninputs C
 	}
 	if ninputs >= 0 {
 		if opts.Inputs, err = getTensors(inputs, int(ninputs), false); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return autograd.Start(rs, gs, opts)
+	r, err := autograd.Start(rs, gs, opts)
+	return r, gs, err
 }
 
 //export lucid_backward_start
@@ -612,11 +627,11 @@ func lucid_backward_start(roots, grads *C.int64_t, n C.int32_t, inputs *C.int64_
 		if run == nil {
 			return errs.Valuef("run pointer is NULL")
 		}
-		r, err := startRun(roots, grads, n, inputs, ninputs, flags, mode)
+		r, given, err := startRun(roots, grads, n, inputs, ninputs, flags, mode)
 		if err != nil {
 			return err
 		}
-		*run = C.int64_t(handles.put(&backwardRun{run: r}))
+		*run = pausedRun(r, nil, given)
 		return nil
 	})
 }
@@ -628,7 +643,7 @@ func lucid_backward_run(roots, grads *C.int64_t, n C.int32_t, flags C.int32_t, m
 			return errs.Valuef("run pointer is NULL")
 		}
 		*run = 0
-		r, err := startRun(roots, grads, n, nil, -1, flags, mode)
+		r, given, err := startRun(roots, grads, n, nil, -1, flags, mode)
 		if err != nil {
 			return err
 		}
@@ -636,7 +651,7 @@ func lucid_backward_run(roots, grads *C.int64_t, n C.int32_t, flags C.int32_t, m
 		if err != nil || p == nil {
 			return err
 		}
-		*run = C.int64_t(handles.put(&backwardRun{run: r, pending: p}))
+		*run = pausedRun(r, p, given)
 		return nil
 	})
 }
@@ -652,7 +667,7 @@ func lucid_backward_grad(roots, grads *C.int64_t, n C.int32_t, inputs *C.int64_t
 		if ninputs < 0 {
 			return errs.Valuef("lucid_backward_grad needs ninputs >= 0, got %d", int(ninputs))
 		}
-		r, err := startRun(roots, grads, n, inputs, ninputs, flags, mode)
+		r, given, err := startRun(roots, grads, n, inputs, ninputs, flags, mode)
 		if err != nil {
 			return err
 		}
@@ -661,7 +676,7 @@ func lucid_backward_grad(roots, grads *C.int64_t, n C.int32_t, inputs *C.int64_t
 			return err
 		}
 		if p != nil {
-			*run = C.int64_t(handles.put(&backwardRun{run: r, pending: p}))
+			*run = pausedRun(r, p, given)
 			return nil
 		}
 		res := r.Result()

@@ -135,3 +135,38 @@ print(pl._stats()["borrowed"], sys.getrefcount(a) - rc, sys.getrefcount(g) - 2, 
     assert 1 <= int(held_a) <= 1 + 128, out.stdout  # the view keeps a lent
     assert int(held_g) <= 128, out.stdout
     assert v.strip() == "[1.0, 1.0, 1.0]"
+
+
+def test_borrowed_gradient_outlives_a_paused_run() -> None:
+    # A run that stops at a Python Function hands the gradient lent for the
+    # call to that Function after the call that lent it has returned (the
+    # lending handle is gone by then): the memory must still be there.
+    code = r'''
+import numpy as np, pylucid as pl
+from pylucid import ops, autograd
+
+class Twice(autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return ops.mul(x, 2.0)
+
+    @staticmethod
+    def backward(ctx, g):
+        return ops.mul(g, 2.0)
+
+for n in (3, 5000):
+    x = pl.tensor(np.arange(n, dtype=np.float64), requires_grad=True)
+    for i in range(200):
+        g = np.full(n, i, np.float64)
+        y = Twice.apply(x)
+        got = autograd.grad([y], [x], grad_outputs=[g], retain_graph=True)[0]
+        assert np.array_equal(got.numpy(), 2 * g), (n, i)
+        x.grad = None
+        Twice.apply(x).backward(g)
+        assert np.array_equal(x.grad.numpy(), 2 * g), (n, i)
+print("ok")
+'''
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "LUCID_DEBUG_POISON": "1"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
