@@ -59,8 +59,9 @@ def strided_arrays(dtype=np.float32):
 
 
 LAYOUTS = list(strided_arrays())
-# NumPy's DLPack knows no bfloat16 (ml_dtypes arrays cannot be exported):
-# bfloat16 goes through JAX and PyTorch below.
+# bfloat16 is in NumPy's DLPack only once ml_dtypes registered it there
+# (NumPy 2.5 with ml_dtypes 0.7): test_bfloat16_through_numpy_dlpack covers
+# both cases, and JAX and PyTorch exchange it below.
 DTYPES = [np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16, np.float32, np.float64]
 
 
@@ -93,6 +94,38 @@ def test_numpy_dtypes_round_trip(npdt):
     b = np.from_dlpack(t)
     assert ptr(b) == ptr(a) and b.dtype == a.dtype
     np.testing.assert_array_equal(b, a)
+
+
+def _numpy_dlpack_knows_bfloat16(bf16) -> bool:
+    try:
+        np.from_dlpack(np.zeros(1, bf16))
+    except (BufferError, RuntimeError, TypeError):
+        return False
+    return True
+
+
+def test_bfloat16_through_numpy_dlpack():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bits = np.array([0x3F80, 0xC040, 0x7FC1, 0x0001, 0x8000, 0x7F80], np.uint16)  # 1, -3, a NaN payload, subnormal, -0, inf
+    a = bits.view(ml_dtypes.bfloat16)[::-1]
+    if not _numpy_dlpack_knows_bfloat16(ml_dtypes.bfloat16):
+        # NumPy refuses the capsule with its own error; nothing stays exported
+        t = pylucid.from_numpy(a)
+        with pytest.raises((BufferError, RuntimeError, TypeError)):
+            np.from_dlpack(t)
+        assert counters()[1] == 0
+        return
+    t = pylucid.from_dlpack(a)
+    assert t.dtype is pylucid.bfloat16 and ptr(t.numpy()) == ptr(a)
+    b = np.from_dlpack(t)
+    assert b.dtype == a.dtype and ptr(b) == ptr(a) and b.strides == a.strides
+    np.testing.assert_array_equal(b.view(np.uint16), a.view(np.uint16))  # bit for bit, the NaN's payload too
+    u = pylucid.tensor([1.0, -2.5], dtype=pylucid.bfloat16) * 1  # library memory out to NumPy
+    c = np.from_dlpack(u)
+    assert c.dtype == ml_dtypes.bfloat16 and ptr(c) == ptr(u.numpy())
+    np.testing.assert_array_equal(c.astype(np.float32), [1.0, -2.5])
+    del b, c
+    assert counters()[1] == 0  # both exports released with their arrays
 
 
 def test_writes_are_visible_both_ways():
