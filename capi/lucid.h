@@ -92,7 +92,8 @@
 #define LUCID_STAT_C_BLOCKS 3
 #define LUCID_STAT_DLPACK 4    /* DLPack exports whose deleter has not run yet */
 #define LUCID_STAT_JOBS 5      /* jobs (LUCID_MODE_INTERRUPTIBLE) whose work has not ended */
-#define LUCID_STAT_COUNT 6
+#define LUCID_STAT_PINNED 6    /* small tensors pinned because their address was handed out */
+#define LUCID_STAT_COUNT 7
 
 /* What the caller needs to know about a tensor, filled by every call that
  * returns one. */

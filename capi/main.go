@@ -896,7 +896,7 @@ func lucid_stats(out *C.int64_t, n C.int32_t) C.int {
 			return errs.Valuef("NULL output pointer")
 		}
 		vals := []int64{int64(handles.count()), borrowedCount.Load(), cBytes.Load(), cBlocks.Load(), dlpackLive(),
-			jobsRunning.Load()}
+			jobsRunning.Load(), int64(tensor.PinnedInline())}
 		dst := unsafe.Slice(out, int(n))
 		for i := range dst {
 			if i < len(vals) {

@@ -170,3 +170,30 @@ print("ok")
                          env={**os.environ, "LUCID_DEBUG_POISON": "1"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_exported_small_results_are_unpinned_with_their_last_handle() -> None:
+    # A 1-element result's bytes live in Go memory, pinned when NumPy is given
+    # their address; the pin goes with the last handle (it used to be given
+    # back by a cleanup that the pin itself kept from running: a leak per call).
+    code = r'''
+import gc
+import numpy as np, pylucid as pl
+from pylucid import ops
+a, b = pl.tensor(np.float32(1.5)), pl.tensor(np.float32(-2.0))
+kept = [ops.minimum(a, b).numpy() for _ in range(10)]
+total = 0.0
+for _ in range(3000):
+    total += float(ops.maximum(a, b).numpy())
+gc.collect()
+mid = pl._stats()["pinned"]
+del kept
+gc.collect()
+print(total, mid, pl._stats()["pinned"])
+'''
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    total, mid, end = out.stdout.split()
+    assert float(total) == 4500.0
+    assert 10 <= int(mid) <= 10 + 128, out.stdout  # the kept arrays, and at most the release batches
+    assert int(end) <= 128, out.stdout

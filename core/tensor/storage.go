@@ -36,7 +36,11 @@ type Storage struct {
 	// goMemory: the bytes are Go heap memory (an Allocator that returned no
 	// free function), which foreign code may only keep once pinned.
 	goMemory bool
-	pinned   atomic.Bool
+	// inline: the bytes share the storage's own allocation (inlineStorage),
+	// which is why a pin on them is given back by ReleaseHandle, not by a
+	// cleanup (see PinnedPointer).
+	inline bool
+	pinned atomic.Bool
 }
 
 // ownedMemory frees allocator memory exactly once: early (ReleaseHandle) or
@@ -75,9 +79,15 @@ func (s *Storage) AddHandle() { s.handles.Add(1) }
 // storage was never shared, owned memory is freed now. The caller
 // guarantees nothing is still using the tensor through that hold.
 func (s *Storage) ReleaseHandle() {
-	if s.handles.Add(-1) == 0 && !s.shared.Load() && s.owned != nil {
+	if s.handles.Add(-1) != 0 {
+		return
+	}
+	if !s.shared.Load() && s.owned != nil {
 		s.owned.release()
 		s.data = nil
+	}
+	if s.inline && s.pinned.Load() {
+		s.unpinInline()
 	}
 }
 
@@ -181,7 +191,7 @@ func newStorage(nbytes int, zeroed bool) (*Storage, error) {
 			// zeroed, 64-byte aligned: the object is in a size class that
 			// is a multiple of 64 and starts with the bytes).
 			p := new(inlineStorage)
-			p.s.data, p.s.goMemory = p.buf[:nbytes:nbytes], true
+			p.s.data, p.s.goMemory, p.s.inline = p.buf[:nbytes:nbytes], true, true
 			return &p.s, nil
 		}
 		var goHeap bool
@@ -317,15 +327,30 @@ func BorrowStorage(data []byte, readOnly bool, release func()) *Storage {
 	return s
 }
 
-var pinMu sync.Mutex
+var (
+	pinMu sync.Mutex
+	// inlinePins holds the Pinner of every pinned inline storage, until its
+	// last hold goes (unpinInline).
+	inlinePins = map[*Storage]*runtime.Pinner{}
+)
 
 // PinnedPointer is Pointer for an address that leaves Go: Go heap memory
-// (small storages, see Allocator) is pinned first, until the storage is
-// collected, so foreign code may keep the address as long as it keeps the
-// storage alive. Other memory is returned as it is.
+// (small storages, see Allocator) is pinned first, so foreign code may keep
+// the address as long as it keeps a hold on the storage (a host handle).
+// Other memory is returned as it is.
+//
+// Bytes in their own allocation stay pinned until the storage is collected
+// (a cleanup on the storage unpins them). Inline bytes (InlineAllocator)
+// cannot be unpinned that way: the Pinner refers to the storage's own
+// allocation, so a cleanup on the storage would keep it reachable forever
+// (every exported 1-element result leaked), and the runtime has been seen
+// to corrupt its heap with such self-referencing cleanups on interior
+// pointers (docs/architecture.md). They stay pinned until the storage's
+// last hold goes instead (ReleaseHandle), which is when the foreign code
+// that was given the address has let it go too.
 func (s *Storage) PinnedPointer() unsafe.Pointer {
 	p := s.Pointer()
-	if p == nil || !s.goMemory || s.pinned.Load() {
+	if p == nil || !s.goMemory || (!s.inline && s.pinned.Load()) {
 		return p
 	}
 	pinMu.Lock()
@@ -333,10 +358,34 @@ func (s *Storage) PinnedPointer() unsafe.Pointer {
 	if !s.pinned.Load() {
 		pn := new(runtime.Pinner)
 		pn.Pin(p)
-		runtime.AddCleanup(s, func(pn *runtime.Pinner) { pn.Unpin() }, pn)
+		if s.inline {
+			inlinePins[s] = pn
+		} else {
+			runtime.AddCleanup(s, func(pn *runtime.Pinner) { pn.Unpin() }, pn)
+		}
 		s.pinned.Store(true)
 	}
 	return p
+}
+
+// unpinInline gives back the pin of an inline storage whose last hold went,
+// unless a new hold came meanwhile (it re-pins on its next export).
+func (s *Storage) unpinInline() {
+	pinMu.Lock()
+	defer pinMu.Unlock()
+	if s.handles.Load() != 0 || !s.pinned.Load() {
+		return
+	}
+	inlinePins[s].Unpin()
+	delete(inlinePins, s)
+	s.pinned.Store(false)
+}
+
+// PinnedInline reports how many inline storages are pinned (a leak check).
+func PinnedInline() int {
+	pinMu.Lock()
+	defer pinMu.Unlock()
+	return len(inlinePins)
 }
 
 // Bytes returns the storage's memory.

@@ -59,15 +59,15 @@ def get_num_threads() -> int:
 def _stats() -> dict[str, int]:
     """Library counters: live handles, borrowed buffers, C bytes and blocks,
     DLPack exports whose deleter has not run yet, and long calls (jobs) whose
-    work has not ended."""
+    work has not ended, and small tensors pinned for an address handed out."""
     from ._runtime import flush_released
 
     _lib.check_fork()
     flush_released()  # dropped tensors count as released
-    out = _ffi.new("int64_t[]", 6)
-    _check(_native.lucid_stats(out, 6))
+    out = _ffi.new("int64_t[]", 7)
+    _check(_native.lucid_stats(out, 7))
     return {"handles": out[0], "borrowed": out[1], "c_bytes": out[2], "c_blocks": out[3], "dlpack": out[4],
-            "jobs": out[5]}
+            "jobs": out[5], "pinned": out[6]}
 
 
 def _collect() -> None:
