@@ -156,7 +156,7 @@ def _jvp(kernel: _Kernel, params: Any, vs: Sequence[Optional[torch.Tensor]],
     inputs' tangents vs (None: zero)."""
     ps = [_from_torch(x) for x in xs]
     idx = [i for i, v in enumerate(vs) if v is not None]
-    tangents = [_from_torch(vs[i]) for i in idx]  # type: ignore[arg-type]
+    tangents = [_from_torch(v) for v in vs if v is not None]  # in idx's order
 
     def fn(*moving: Tensor) -> Tensor:
         full = list(ps)
