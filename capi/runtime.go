@@ -135,7 +135,7 @@ func (h *handleTable) slot(id int64) *handleSlot {
 
 func (h *handleTable) put(obj any) int64 {
 	if t, ok := obj.(*tensor.Tensor); ok {
-		t.Storage().AddHandle()
+		t.Storage().AddHostHandle()
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -191,7 +191,7 @@ func (h *handleTable) release(id int64) error {
 	case *tensor.Tensor:
 		// Frees the memory now if this was the storage's only handle and
 		// nothing else ever shared it (the handle's user is done with it).
-		o.Storage().ReleaseHandle()
+		o.Storage().ReleaseHostHandle()
 	case *backwardRun:
 		o.run.Close() // an abandoned paused run gives back its holds
 	}

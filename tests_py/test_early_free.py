@@ -176,6 +176,8 @@ def test_exported_small_results_are_unpinned_with_their_last_handle() -> None:
     # A 1-element result's bytes live in Go memory, pinned when NumPy is given
     # their address; the pin goes with the last handle (it used to be given
     # back by a cleanup that the pin itself kept from running: a leak per call).
+    # A leaf's .grad is unpinned with Python's last handle too, though the
+    # leaf's gradient slot still holds it.
     code = r'''
 import gc
 import numpy as np, pylucid as pl
@@ -185,6 +187,11 @@ kept = [ops.minimum(a, b).numpy() for _ in range(10)]
 total = 0.0
 for _ in range(3000):
     total += float(ops.maximum(a, b).numpy())
+for _ in range(3000):  # a fresh leaf's 1-element .grad read through NumPy, then dropped with the leaf
+    x = pl.tensor([1.5], requires_grad=True)
+    ops.minimum(x, 2.0).sum().backward()
+    total += float(x.grad.numpy()[0])
+    del x
 gc.collect()
 mid = pl._stats()["pinned"]
 del kept
@@ -194,6 +201,6 @@ print(total, mid, pl._stats()["pinned"])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     total, mid, end = out.stdout.split()
-    assert float(total) == 4500.0
+    assert float(total) == 4500.0 + 3000.0
     assert 10 <= int(mid) <= 10 + 128, out.stdout  # the kept arrays, and at most the release batches
     assert int(end) <= 128, out.stdout

@@ -28,17 +28,23 @@ import (
 // holds (a view, a saved tensor) marks it shared first, which rules early
 // freeing out for good.
 type Storage struct {
-	data     []byte
-	readOnly bool
-	owned    *ownedMemory // nil for Go heap memory and memory borrowed without a release hook
-	shared   atomic.Bool
-	handles  atomic.Int32
+	// Fields ordered by size: the struct fits in the 64 bytes that
+	// inlineStorage leaves it.
+	data    []byte
+	owned   *ownedMemory // nil for Go heap memory and memory borrowed without a release hook
+	handles atomic.Int32
+	// hostHandles counts the holds of handles given to foreign code
+	// (AddHostHandle), the only holders of an exported address; handles
+	// counts them too.
+	hostHandles atomic.Int32
+	readOnly    bool
+	shared      atomic.Bool
 	// goMemory: the bytes are Go heap memory (an Allocator that returned no
 	// free function), which foreign code may only keep once pinned.
 	goMemory bool
 	// inline: the bytes share the storage's own allocation (inlineStorage),
-	// which is why a pin on them is given back by ReleaseHandle, not by a
-	// cleanup (see PinnedPointer).
+	// which is why a pin on them is given back with the last host handle,
+	// not by a cleanup (see PinnedPointer).
 	inline bool
 	pinned atomic.Bool
 }
@@ -86,9 +92,25 @@ func (s *Storage) ReleaseHandle() {
 		s.owned.release()
 		s.data = nil
 	}
-	if s.inline && s.pinned.Load() {
+}
+
+// AddHostHandle is AddHandle for a handle given to foreign code (the C
+// ABI's handle table): only such a handle's holder is ever given the
+// storage's address (PinnedPointer).
+func (s *Storage) AddHostHandle() {
+	s.hostHandles.Add(1)
+	s.handles.Add(1)
+}
+
+// ReleaseHostHandle is ReleaseHandle for a handle from AddHostHandle. With
+// the last host handle, a pinned inline storage is unpinned, even while a
+// gradient slot still holds it: no foreign code has its address any more
+// (and a slot of a collected tensor never lets go of its hold).
+func (s *Storage) ReleaseHostHandle() {
+	if s.hostHandles.Add(-1) == 0 && s.inline && s.pinned.Load() {
 		s.unpinInline()
 	}
+	s.ReleaseHandle()
 }
 
 // Allocator provides memory for new storages. A host embedding the core (the
@@ -330,14 +352,14 @@ func BorrowStorage(data []byte, readOnly bool, release func()) *Storage {
 var (
 	pinMu sync.Mutex
 	// inlinePins holds the Pinner of every pinned inline storage, until its
-	// last hold goes (unpinInline).
+	// last host handle goes (unpinInline).
 	inlinePins = map[*Storage]*runtime.Pinner{}
 )
 
 // PinnedPointer is Pointer for an address that leaves Go: Go heap memory
 // (small storages, see Allocator) is pinned first, so foreign code may keep
-// the address as long as it keeps a hold on the storage (a host handle).
-// Other memory is returned as it is.
+// the address as long as it keeps a host handle (AddHostHandle) on the
+// storage; the caller holds one. Other memory is returned as it is.
 //
 // Bytes in their own allocation stay pinned until the storage is collected
 // (a cleanup on the storage unpins them). Inline bytes (InlineAllocator)
@@ -346,8 +368,8 @@ var (
 // (every exported 1-element result leaked), and the runtime has been seen
 // to corrupt its heap with such self-referencing cleanups on interior
 // pointers (docs/architecture.md). They stay pinned until the storage's
-// last hold goes instead (ReleaseHandle), which is when the foreign code
-// that was given the address has let it go too.
+// last host handle goes instead (ReleaseHostHandle), which is when the
+// foreign code that was given the address has let it go too.
 func (s *Storage) PinnedPointer() unsafe.Pointer {
 	p := s.Pointer()
 	if p == nil || !s.goMemory || (!s.inline && s.pinned.Load()) {
@@ -368,12 +390,13 @@ func (s *Storage) PinnedPointer() unsafe.Pointer {
 	return p
 }
 
-// unpinInline gives back the pin of an inline storage whose last hold went,
-// unless a new hold came meanwhile (it re-pins on its next export).
+// unpinInline gives back the pin of an inline storage whose last host
+// handle went, unless a new one came meanwhile (it re-pins on its next
+// export).
 func (s *Storage) unpinInline() {
 	pinMu.Lock()
 	defer pinMu.Unlock()
-	if s.handles.Load() != 0 || !s.pinned.Load() {
+	if s.hostHandles.Load() != 0 || !s.pinned.Load() {
 		return
 	}
 	inlinePins[s].Unpin()
