@@ -1,4 +1,5 @@
-"""Threads (docs/interop.md; determinism: docs/semantics.md): calls release the GIL, many Python
+"""Threads (docs/interop.md; determinism: docs/semantics.md): calls release the GIL (ops on at
+most 4,096 result elements keep it, as NumPy's small ufunc calls do), many Python
 threads may run ops and backward at once, and results do not depend on the
 number of worker threads."""
 
@@ -95,7 +96,8 @@ def test_gate_catches_a_call_that_arrives_alone():
 def test_two_threads_run_in_parallel(restore_threads, hot):
     pylucid.set_num_threads(1)
     rng = np.random.default_rng(0)
-    data = [(rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32))
+    n = 4097  # one past the size an op keeps the GIL for
+    data = [(rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32))
             for _ in range(2)]
     ts = [(pylucid.from_numpy(a), pylucid.from_numpy(b)) for a, b in data]
 
@@ -108,6 +110,38 @@ def test_two_threads_run_in_parallel(restore_threads, hot):
     assert (g.met, g.timed_out) == (2, 0)
     for k in range(2):
         np.testing.assert_array_equal(results[k], np.minimum(*data[k]))
+
+
+@pytest.mark.parametrize("form", ["binary", "broadcast", "out", "sum"])
+def test_small_ops_keep_the_gil(restore_threads, form):
+    """An op on Tensors with at most 4,096 result elements keeps the GIL
+    (the C fast path), so a second thread cannot arrive while the first waits
+    in the gate. One past that size, they meet."""
+    for n, together in ((4096, False), (4097, True)):
+        a = pylucid.from_numpy(np.arange(n, dtype=np.float32))
+        b = pylucid.from_numpy(np.full(n, 7.0, np.float32))
+        col = pylucid.from_numpy(np.arange(64, dtype=np.float32).reshape(64, 1))
+        row = pylucid.from_numpy(np.ones((1, 64 if n == 4096 else 65), np.float32))
+        outs = [pylucid.tensor(np.zeros(n, np.float32)) for _ in range(2)]
+        calls = {
+            "binary": lambda k: ops.minimum(a, b),
+            "broadcast": lambda k: ops.maximum(col, row),  # (64, 1) x (1, 64): 4096 elements, or 4160
+            "out": lambda k: ops.minimum(a, b, out=outs[k]),
+            "sum": lambda k: a.sum(),
+        }
+        results = [None, None]
+
+        def run(k):
+            results[k] = calls[form](k)
+
+        with _Gate(2, wait_ms=300 if not together else _GATE_WAIT_MS) as g:
+            _run_threads(run, [(0,), (1,)])
+        # kept: the first gives up alone, and the second, arriving after it, passes
+        assert (g.met, g.timed_out) == ((2, 0) if together else (1, 1)), (n, g.met, g.timed_out)
+        want = {"binary": np.minimum(a.numpy(), b.numpy()), "out": np.minimum(a.numpy(), b.numpy()),
+                "broadcast": np.maximum(col.numpy(), row.numpy()), "sum": np.float32(a.numpy().sum())}[form]
+        for r in results:
+            np.testing.assert_array_equal(np.asarray(r.numpy()), want)
 
 
 def test_gil_released_during_long_op(restore_threads):

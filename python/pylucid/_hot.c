@@ -391,6 +391,47 @@ static PyObject *status_error(int rc) {
 
 static int is_tensor(PyObject *o) { return tensor_type != NULL && Py_TYPE(o) == tensor_type; }
 
+/* An op whose result has at most this many elements keeps the GIL through
+ * its call, as NumPy's ufuncs do below 500: its whole native call is shorter
+ * than handing the GIL to another thread and taking it back, which cost
+ * every small op 5-10% (docs/interop.md, threads). Go never calls into
+ * Python, so a call that keeps the GIL cannot wait on another Python
+ * thread. */
+#define GIL_KEEP_ELEMS 4096
+
+/* Whether the broadcast of the shape tuples sa and sb (sb NULL: sa alone)
+ * has at most GIL_KEEP_ELEMS elements: the product over dims of the larger
+ * extent, an upper bound of the result's size; anything unexpected says
+ * no. */
+static int small_result(PyObject *sa, PyObject *sb) {
+    if (sa == NULL || !PyTuple_Check(sa) || (sb != NULL && !PyTuple_Check(sb))) {
+        return 0;
+    }
+    if (sb == sa) {
+        sb = NULL; /* a result shares its input's tuple: same shape */
+    }
+    Py_ssize_t na = PyTuple_Size(sa), nb = sb == NULL ? 0 : PyTuple_Size(sb);
+    long long n = 1;
+    for (Py_ssize_t i = 1; i <= na || i <= nb; i++) {
+        long long da = 1, db = 1;
+        if (i <= na) {
+            da = PyLong_AsLongLong(PyTuple_GetItem(sa, na - i));
+        }
+        if (i <= nb) {
+            db = PyLong_AsLongLong(PyTuple_GetItem(sb, nb - i));
+        }
+        if (da < 0 || db < 0) {
+            PyErr_Clear(); /* not a dim (cannot happen for a Tensor's shape) */
+            return 0;
+        }
+        n *= da > db ? da : db;
+        if (n > GIL_KEEP_ELEMS) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* The op code as an int32 (-1 with ValueError when it cannot be one). */
 static int op_code(PyObject *op, int32_t *code) {
     long v = PyLong_AsLong(op);
@@ -481,9 +522,13 @@ static PyObject *binary_out(PyObject *const *args, Py_ssize_t nargs, PyObject *k
     int64_t in[2] = {((TensorBase *)a)->h, ((TensorBase *)b)->h};
     int64_t meta[LUCID_META_LEN];
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = lucid_op_n(code, in, 2, NULL, 0, d, 1, mode, meta);
-    Py_END_ALLOW_THREADS
+    if (small_result(((TensorBase *)a)->shape, ((TensorBase *)b)->shape)) {
+        rc = lucid_op_n(code, in, 2, NULL, 0, d, 1, mode, meta);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        rc = lucid_op_n(code, in, 2, NULL, 0, d, 1, mode, meta);
+        Py_END_ALLOW_THREADS
+    }
     if (rc) {
         return status_error(rc);
     }
@@ -501,9 +546,13 @@ static PyObject *binary_call(int32_t code, PyObject *a, PyObject *b) {
     int64_t in[2] = {((TensorBase *)a)->h, ((TensorBase *)b)->h};
     int64_t meta[LUCID_META_LEN];
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = lucid_op(code, in, 2, NULL, 0, mode, meta);
-    Py_END_ALLOW_THREADS
+    if (small_result(((TensorBase *)a)->shape, ((TensorBase *)b)->shape)) {
+        rc = lucid_op(code, in, 2, NULL, 0, mode, meta);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        rc = lucid_op(code, in, 2, NULL, 0, mode, meta);
+        Py_END_ALLOW_THREADS
+    }
     if (rc) {
         return status_error(rc);
     }
@@ -1366,9 +1415,13 @@ static PyObject *hot_reduce_all(PyObject *mod, PyObject *args) {
     int64_t attrs[2] = {keepdim, -1}; /* keepdim, all dims */
     int64_t meta[LUCID_META_LEN];
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = lucid_op(code, &ha, 1, attrs, 2, mode | LUCID_MODE_INTERRUPTIBLE, meta);
-    Py_END_ALLOW_THREADS
+    if (small_result(((TensorBase *)a)->shape, NULL)) {
+        rc = lucid_op(code, &ha, 1, attrs, 2, mode | LUCID_MODE_INTERRUPTIBLE, meta);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        rc = lucid_op(code, &ha, 1, attrs, 2, mode | LUCID_MODE_INTERRUPTIBLE, meta);
+        Py_END_ALLOW_THREADS
+    }
     if (rc) {
         if (rc == LUCID_PENDING && (rc = await_job(meta)) == 0) {
             return from_meta(meta);
