@@ -432,6 +432,19 @@ static int small_result(PyObject *sa, PyObject *sb) {
     return 1;
 }
 
+/* Runs the native call (a statement) with the GIL kept when keep is true,
+ * else released around it. */
+#define NATIVE_CALL(keep, ...)        \
+    do {                              \
+        if (keep) {                   \
+            __VA_ARGS__;              \
+        } else {                      \
+            Py_BEGIN_ALLOW_THREADS    \
+            __VA_ARGS__;              \
+            Py_END_ALLOW_THREADS      \
+        }                             \
+    } while (0)
+
 /* The op code as an int32 (-1 with ValueError when it cannot be one). */
 static int op_code(PyObject *op, int32_t *code) {
     long v = PyLong_AsLong(op);
@@ -522,13 +535,8 @@ static PyObject *binary_out(PyObject *const *args, Py_ssize_t nargs, PyObject *k
     int64_t in[2] = {((TensorBase *)a)->h, ((TensorBase *)b)->h};
     int64_t meta[LUCID_META_LEN];
     int rc;
-    if (small_result(((TensorBase *)a)->shape, ((TensorBase *)b)->shape)) {
-        rc = lucid_op_n(code, in, 2, NULL, 0, d, 1, mode, meta);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        rc = lucid_op_n(code, in, 2, NULL, 0, d, 1, mode, meta);
-        Py_END_ALLOW_THREADS
-    }
+    NATIVE_CALL(small_result(((TensorBase *)a)->shape, ((TensorBase *)b)->shape),
+                rc = lucid_op_n(code, in, 2, NULL, 0, d, 1, mode, meta));
     if (rc) {
         return status_error(rc);
     }
@@ -546,13 +554,8 @@ static PyObject *binary_call(int32_t code, PyObject *a, PyObject *b) {
     int64_t in[2] = {((TensorBase *)a)->h, ((TensorBase *)b)->h};
     int64_t meta[LUCID_META_LEN];
     int rc;
-    if (small_result(((TensorBase *)a)->shape, ((TensorBase *)b)->shape)) {
-        rc = lucid_op(code, in, 2, NULL, 0, mode, meta);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        rc = lucid_op(code, in, 2, NULL, 0, mode, meta);
-        Py_END_ALLOW_THREADS
-    }
+    NATIVE_CALL(small_result(((TensorBase *)a)->shape, ((TensorBase *)b)->shape),
+                rc = lucid_op(code, in, 2, NULL, 0, mode, meta));
     if (rc) {
         return status_error(rc);
     }
@@ -1415,13 +1418,8 @@ static PyObject *hot_reduce_all(PyObject *mod, PyObject *args) {
     int64_t attrs[2] = {keepdim, -1}; /* keepdim, all dims */
     int64_t meta[LUCID_META_LEN];
     int rc;
-    if (small_result(((TensorBase *)a)->shape, NULL)) {
-        rc = lucid_op(code, &ha, 1, attrs, 2, mode | LUCID_MODE_INTERRUPTIBLE, meta);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        rc = lucid_op(code, &ha, 1, attrs, 2, mode | LUCID_MODE_INTERRUPTIBLE, meta);
-        Py_END_ALLOW_THREADS
-    }
+    NATIVE_CALL(small_result(((TensorBase *)a)->shape, NULL),
+                rc = lucid_op(code, &ha, 1, attrs, 2, mode | LUCID_MODE_INTERRUPTIBLE, meta));
     if (rc) {
         if (rc == LUCID_PENDING && (rc = await_job(meta)) == 0) {
             return from_meta(meta);
