@@ -401,7 +401,8 @@ def main() -> int:
         x = rng.standard_normal(size).astype(np.float32)
         y = rng.standard_normal(size).astype(np.float32)
         tx, ty = pylucid.from_numpy(x), pylucid.from_numpy(y)
-        fns = {"pl": lambda: ops.minimum(tx, ty), "np": lambda: np.minimum(x, y)}
+        fns = {"pl": lambda: ops.minimum(tx, ty), "np": lambda: np.minimum(x, y),
+               "pl_nd": lambda: ops.minimum(x, y)}
         if torch is not None:
             px, py = torch.from_numpy(x), torch.from_numpy(y)
             fns["th"] = lambda: torch.minimum(px, py)
@@ -410,6 +411,8 @@ def main() -> int:
         row("%d elems forward (per call)" % size, t_pl, t_np, "<= 1.5x np.minimum, <= 1.0x torch.minimum", t_th,
             "%.2f us" % (t_pl * 1e6),
             met=t_pl <= 1.5 * t_np and (t_th is None or t_pl <= t_th))
+        row("%d elems forward, ndarray a, b (per call)" % size, t["pl_nd"], t_np, "report (vs two Tensors)", t_th,
+            "%.2f us, %.2fx two Tensors" % (t["pl_nd"] * 1e6, t["pl_nd"] / t_pl))
         lx = pylucid.from_numpy(x, requires_grad=True)
         ly = pylucid.from_numpy(y, requires_grad=True)
         g_nd = np.ones(size, np.float32)

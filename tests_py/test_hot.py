@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import sys
 
 import numpy as np
 import pytest
@@ -277,3 +278,106 @@ def test_out_ndarray_in_place_and_overlap() -> None:
     np.testing.assert_array_equal(x, [3, 1, 3, 2])
     buf = np.float32([5, 1, 4, 2, 0])
     _same_error(buf[1:], pylucid.from_numpy(buf[:-1]), b)  # shares memory with an input, not being it
+
+
+# ---- NumPy operands, lent in C for the call (_hot.c: binary_operands) ----
+
+def _python_binary_calls(fn):
+    """fn() and how many times it entered the Python implementation of a
+    binary op (tensor._py_binary), seen through a profile hook."""
+    calls = [0]
+    code = _t._py_binary.__code__
+
+    def prof(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            calls[0] += 1
+
+    sys.setprofile(prof)
+    try:
+        r = fn()
+    finally:
+        sys.setprofile(None)
+    return r, calls[0]
+
+
+def _settled_borrowed() -> int:
+    gc.collect()
+    pylucid._collect()
+    return int(pylucid._stats()["borrowed"])
+
+
+_ND_OPERANDS = {
+    "contiguous": lambda x: x,
+    "strided": lambda x: np.repeat(x, 2, axis=1)[:, ::2],
+    "negative": lambda x: x[::-1, ::-1].copy()[::-1, ::-1],
+    "read-only": lambda x: np.frombuffer(x.tobytes(), x.dtype).reshape(x.shape),
+    "broadcast": lambda x: np.broadcast_to(x[:1], x.shape),
+}
+
+
+@pytest.mark.parametrize("layout", list(_ND_OPERANDS))
+@pytest.mark.parametrize("pair", ["nd-nd", "nd-tensor", "tensor-nd", "nd-nd-out", "tensor-nd-out-tensor"])
+def test_ndarray_operands_take_the_c_path_and_match_numpy(layout, pair) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    y = rng.standard_normal((3, 5)).astype(np.float32)
+    x[0, 1], y[2, 2], x[1, 3], y[1, 3] = np.nan, np.nan, 0.5, 0.5  # NaNs and a tie (no signed zeros: NumPy's pick differs)
+    xa, ya = _ND_OPERANDS[layout](x), y
+    want = np.minimum(xa, ya)
+    before = _settled_borrowed()
+    a = pylucid.from_numpy(xa) if pair.startswith("tensor") else xa
+    b = ya if "tensor-nd" in pair else (pylucid.from_numpy(ya) if pair == "nd-tensor" else ya)
+    o = None
+    if pair == "nd-nd-out":
+        o = np.full((3, 5), 9.0, np.float32)
+        r, n = _python_binary_calls(lambda: ops.minimum(a, b, out=o))
+        assert r is o
+        got = o
+    elif pair == "tensor-nd-out-tensor":
+        o = pylucid.tensor(np.zeros((3, 5), np.float32))
+        r, n = _python_binary_calls(lambda: ops.minimum(a, b, out=o))
+        assert r is o
+        got = o.numpy()
+    else:
+        r, n = _python_binary_calls(lambda: ops.minimum(a, b))
+        got = r.numpy()
+    assert n == 0  # no Python frame of the op
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    np.testing.assert_array_equal(xa, _ND_OPERANDS[layout](x))  # the inputs are untouched
+    r = a = b = o = got = None
+    assert _settled_borrowed() == before  # every lent array went back
+
+
+def test_ndarray_operands_keep_from_numpy_semantics() -> None:
+    """Promotion, broadcasting, gradients through a Tensor operand, and the
+    cases the C path leaves to Python (bool arrays, numbers, lists,
+    subclasses) give what from_numpy's tensors give."""
+    h = np.float16([1.5, -2.0, 3.0])
+    f = np.float32([[1.0], [2.0]])
+    for a, b in [(h, f), (f, h), (h, h), (np.int32([1, 5, 3]), h), (np.float64([0.5, 9.0, 1.0]), f)]:
+        got = ops.maximum(a, b)
+        ref = ops.maximum(pylucid.from_numpy(a), pylucid.from_numpy(b))
+        assert got.dtype is ref.dtype and got.shape == ref.shape
+        np.testing.assert_array_equal(got.numpy(), ref.numpy())
+    t = pylucid.tensor([1.0, 4.0, 2.0], requires_grad=True)
+    y = ops.minimum(np.float32([3.0, 4.0, 2.0]), t)  # ties to a: the ndarray wins them
+    assert y.grad_fn is not None and y.grad_fn.name() == "MinimumBackward"
+    y.backward(np.float32([1.0, 10.0, 100.0]))
+    np.testing.assert_array_equal(t.grad.numpy(), [1.0, 0.0, 0.0])
+    m = np.ma.masked_array([1.0, 2.0], dtype=np.float32)  # a subclass: the Python path
+    for a, b in [(np.bool_([True, False]), np.bool_([False, False])), (np.float32([1, 4]), 2.0), (m, m),
+                 (np.float32([1, 4]), [2.0, 2.0])]:
+        _, n = _python_binary_calls(lambda: ops.minimum(a, b))
+        assert n == 1
+
+
+def test_ndarray_operand_errors_leave_nothing_lent() -> None:
+    before = _settled_borrowed()
+    x, y = np.zeros(3, np.float32), np.zeros(4, np.float32)
+    for a, b in [(x, y), (pylucid.from_numpy(x), y), (x, pylucid.from_numpy(y))]:
+        with pytest.raises(ValueError, match="broadcast"):
+            ops.minimum(a, b)
+        with pytest.raises(ValueError):
+            ops.minimum(x, x, out=np.zeros(4, np.float32))
+    del a, b
+    assert _settled_borrowed() == before

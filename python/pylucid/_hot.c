@@ -399,32 +399,35 @@ static int is_tensor(PyObject *o) { return tensor_type != NULL && Py_TYPE(o) == 
  * thread. */
 #define GIL_KEEP_ELEMS 4096
 
-/* Whether the broadcast of the shape tuples sa and sb (sb NULL: sa alone)
- * has at most GIL_KEEP_ELEMS elements: the product over dims of the larger
- * extent, an upper bound of the result's size; anything unexpected says
- * no. */
-static int small_result(PyObject *sa, PyObject *sb) {
-    if (sa == NULL || !PyTuple_Check(sa) || (sb != NULL && !PyTuple_Check(sb))) {
+/* The dims of a shape tuple into dims (room for LUCID_MAX_DIMS): their
+ * count, or -1 for anything but a tuple of at most LUCID_MAX_DIMS ints. */
+static int shape_dims(PyObject *shape, int64_t *dims) {
+    if (shape == NULL || !PyTuple_Check(shape) || PyTuple_Size(shape) > LUCID_MAX_DIMS) {
+        return -1;
+    }
+    int nd = (int)PyTuple_Size(shape);
+    for (int i = 0; i < nd; i++) {
+        dims[i] = PyLong_AsLongLong(PyTuple_GetItem(shape, i));
+        if (dims[i] < 0) {
+            PyErr_Clear(); /* not a dim (cannot happen for a Tensor's shape) */
+            return -1;
+        }
+    }
+    return nd;
+}
+
+/* Whether the broadcast of shapes da (na dims) and db (nb dims; 0 for a
+ * lone shape) has at most GIL_KEEP_ELEMS elements: the product over dims of
+ * the larger extent, an upper bound of the result's size. A negative count
+ * says no. */
+static int small_dims(const int64_t *da, int na, const int64_t *db, int nb) {
+    if (na < 0 || nb < 0) {
         return 0;
     }
-    if (sb == sa) {
-        sb = NULL; /* a result shares its input's tuple: same shape */
-    }
-    Py_ssize_t na = PyTuple_Size(sa), nb = sb == NULL ? 0 : PyTuple_Size(sb);
     long long n = 1;
-    for (Py_ssize_t i = 1; i <= na || i <= nb; i++) {
-        long long da = 1, db = 1;
-        if (i <= na) {
-            da = PyLong_AsLongLong(PyTuple_GetItem(sa, na - i));
-        }
-        if (i <= nb) {
-            db = PyLong_AsLongLong(PyTuple_GetItem(sb, nb - i));
-        }
-        if (da < 0 || db < 0) {
-            PyErr_Clear(); /* not a dim (cannot happen for a Tensor's shape) */
-            return 0;
-        }
-        n *= da > db ? da : db;
+    for (int i = 1; i <= na || i <= nb; i++) {
+        long long x = i <= na ? da[na - i] : 1, y = i <= nb ? db[nb - i] : 1;
+        n *= x > y ? x : y;
         if (n > GIL_KEEP_ELEMS) {
             return 0;
         }
@@ -499,14 +502,16 @@ done:
 
 static int ndarray_out(PyObject *o, lucid_out *d, int64_t *shape, int64_t *strides);
 
-/* binary(op, a, b, out=out) on two Tensors: lucid_op_n writing into out, a
+/* binary(op, a, b, out=out) on the handles in (hot_binary's operands,
+ * keep: a small result): lucid_op_n writing into out, a
  * Tensor or a NumPy array (an exact writable ndarray of a registered native
  * dtype is described here, on the stack: ndarray_out; any other array
  * through the Python side's cached descriptor, out_desc_address, which
  * raises its errors); anything else takes the Python path. Returns out
  * itself. */
-static PyObject *binary_out(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *out) {
-    PyObject *op = args[0], *a = args[1], *b = args[2];
+static PyObject *binary_out(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *out,
+                            const int64_t *in, int keep) {
+    PyObject *op = args[0];
     lucid_out desc;
     int64_t shape[LUCID_MAX_DIMS + 1], strides[LUCID_MAX_DIMS + 1];
     const lucid_out *d = &desc;
@@ -532,11 +537,9 @@ static PyObject *binary_out(PyObject *const *args, Py_ssize_t nargs, PyObject *k
     if (op_code(op, &code) < 0 || check_kind(code, OP_BINARY, "binary op") < 0 || current_mode(&mode) < 0) {
         return NULL;
     }
-    int64_t in[2] = {((TensorBase *)a)->h, ((TensorBase *)b)->h};
     int64_t meta[LUCID_META_LEN];
     int rc;
-    NATIVE_CALL(small_result(((TensorBase *)a)->shape, ((TensorBase *)b)->shape),
-                rc = lucid_op_n(code, in, 2, NULL, 0, d, 1, mode, meta));
+    NATIVE_CALL(keep, rc = lucid_op_n(code, in, 2, NULL, 0, d, 1, mode, meta));
     if (rc) {
         return status_error(rc);
     }
@@ -544,22 +547,65 @@ static PyObject *binary_out(PyObject *const *args, Py_ssize_t nargs, PyObject *k
     return out;
 }
 
-/* lucid_op(code, a, b) for two Tensors (code: a binary op's id), the result
- * a new Tensor. */
-static PyObject *binary_call(int32_t code, PyObject *a, PyObject *b) {
+/* lucid_op(code, in[0], in[1]) (code: a binary op's id; keep: a small
+ * result), the result a new Tensor sharing like's shape tuple where it can
+ * (like: a Tensor operand, or NULL). */
+static PyObject *binary_call(int32_t code, const int64_t *in, int keep, PyObject *like) {
     int32_t mode;
     if (current_mode(&mode) < 0) {
         return NULL;
     }
-    int64_t in[2] = {((TensorBase *)a)->h, ((TensorBase *)b)->h};
     int64_t meta[LUCID_META_LEN];
     int rc;
-    NATIVE_CALL(small_result(((TensorBase *)a)->shape, ((TensorBase *)b)->shape),
-                rc = lucid_op(code, in, 2, NULL, 0, mode, meta));
+    NATIVE_CALL(keep, rc = lucid_op(code, in, 2, NULL, 0, mode, meta));
     if (rc) {
         return status_error(rc);
     }
-    return from_meta_like(meta, a);
+    return from_meta_like(meta, like);
+}
+
+static int lend_ndarray(PyObject *arr, int64_t *meta);
+static void release_temps(const int64_t *temps, Py_ssize_t n);
+static int lent_temp(const int64_t *meta, int64_t *temp);
+
+/* The handles of a binary op's operands: a Tensor's own (temps[i] 0), or an
+ * exact ndarray lent for the call, as from_numpy would wrap it (temps[i]:
+ * its handle, for release_temps). *keep: the result is small (small_dims).
+ * Returns 1, 0 for the Python path (other operands; nothing lent), -1 with
+ * an exception set (nothing lent). */
+static int binary_operands(PyObject *a, PyObject *b, int64_t *in, int64_t *temps, int *keep) {
+    PyObject *arg[2] = {a, b};
+    int64_t dims[2][LUCID_MAX_DIMS];
+    int nd[2];
+    temps[0] = temps[1] = 0;
+    for (int i = 0; i < 2; i++) { /* nothing lent for a call that goes to Python anyway (a number operand) */
+        if (!is_tensor(arg[i]) && (ndarray_type == NULL || Py_TYPE(arg[i]) != ndarray_type)) {
+            return 0;
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        if (is_tensor(arg[i])) {
+            in[i] = ((TensorBase *)arg[i])->h;
+            nd[i] = i == 1 && arg[1] == arg[0] ? 0 : shape_dims(((TensorBase *)arg[i])->shape, dims[i]);
+            continue;
+        }
+        int64_t meta[LUCID_META_LEN];
+        int r = lend_ndarray(arg[i], meta);
+        if (r == 1 && lent_temp(meta, &temps[i]) < 0) {
+            r = -1;
+        }
+        if (r != 1) {
+            release_temps(temps, i);
+            return r;
+        }
+        in[i] = meta[0];
+        nd[i] = (int)((meta[1] >> 8) & 0xFF);
+        for (int k = 0; k < nd[i]; k++) {
+            dims[i][k] = meta[2 + k];
+        }
+    }
+    *keep = small_dims(dims[0], nd[0], dims[1], nd[1]);
+    return 1;
 }
 
 /* binary(op, a, b): lucid_op on two Tensors (op: a binary op's id). A fast
@@ -584,17 +630,20 @@ static PyObject *hot_binary(PyObject *mod, PyObject *const *args, Py_ssize_t nar
         return binary_fallback(args, nargs, kwnames);
     }
     PyObject *op = args[0], *a = args[1], *b = args[2];
-    if (forked || forward_levels || !is_tensor(a) || !is_tensor(b)) {
-        return binary_fallback(args, nargs, kwnames);
+    int64_t in[2], temps[2];
+    int keep = 0, r = forked || forward_levels ? 0 : binary_operands(a, b, in, temps, &keep);
+    if (r <= 0) {
+        return r < 0 ? NULL : binary_fallback(args, nargs, kwnames);
     }
-    if (out != NULL) {
-        return binary_out(args, nargs, kwnames, out);
-    }
+    PyObject *res = NULL;
     int32_t code;
-    if (op_code(op, &code) < 0 || check_kind(code, OP_BINARY, "binary op") < 0) {
-        return NULL;
+    if (out != NULL) {
+        res = binary_out(args, nargs, kwnames, out, in, keep);
+    } else if (op_code(op, &code) == 0 && check_kind(code, OP_BINARY, "binary op") == 0) {
+        res = binary_call(code, in, keep, is_tensor(a) ? a : is_tensor(b) ? b : NULL);
     }
-    return binary_call(code, a, b);
+    release_temps(temps, 2);
+    return res;
 }
 
 /* ---- Op: the type of pylucid's public ops (ops.Op) ----
@@ -692,7 +741,11 @@ static PyObject *op_vectorcall(PyObject *self, PyObject *const *args, size_t nar
     }
     if (o->code >= 0 && nargs == 2 && kwnames == NULL && !forked && !forward_levels && is_tensor(args[0]) &&
         is_tensor(args[1]) && o->code < n_ops && op_kinds[o->code] == OP_BINARY) {
-        return binary_call(o->code, args[0], args[1]);
+        int64_t in[2] = {((TensorBase *)args[0])->h, ((TensorBase *)args[1])->h};
+        int64_t dims[2][LUCID_MAX_DIMS];
+        PyObject *sa = ((TensorBase *)args[0])->shape, *sb = ((TensorBase *)args[1])->shape;
+        int keep = small_dims(dims[0], shape_dims(sa, dims[0]), dims[1], sb == sa ? 0 : shape_dims(sb, dims[1]));
+        return binary_call(o->code, in, keep, args[0]);
     }
     return op_call_func(o, args, nargs, kwnames);
 }
@@ -1163,18 +1216,28 @@ static int grad_handle(PyObject *g, int64_t *h, int64_t *temp) {
     int64_t meta[LUCID_META_LEN];
     int r = lend_ndarray(g, meta);
     if (r == 1) {
-        *h = *temp = meta[0];
-        int nd = (int)((meta[1] >> 8) & 0xFF);
-        if (nd == 0 || (nd == 1 && meta[2] <= 4096)) {
-            *temp = -meta[0]; /* small: released in the batch, as a dropped small tensor's handle */
-        }
-        if ((meta[1] & LUCID_META_PENDING) && drain_pending() < 0) {
-            lucid_release(meta[0]);
-            *temp = 0;
+        *h = meta[0];
+        if (lent_temp(meta, temp) < 0) {
             return -1;
         }
     }
     return r;
+}
+
+/* *temp for the handle of an array lend_ndarray described in meta: the
+ * handle, or minus it for a small array (released in the batch, as a
+ * dropped small tensor's handle). Drains what the library handed back if
+ * meta says so; on an error there, releases the handle, sets *temp 0 and
+ * returns -1. */
+static int lent_temp(const int64_t *meta, int64_t *temp) {
+    int nd = (int)((meta[1] >> 8) & 0xFF);
+    *temp = nd == 0 || (nd == 1 && meta[2] <= 4096) ? -meta[0] : meta[0];
+    if ((meta[1] & LUCID_META_PENDING) && drain_pending() < 0) {
+        lucid_release(meta[0]);
+        *temp = 0;
+        return -1;
+    }
+    return 0;
 }
 
 /* Releases the handles grad_handle lent (negative: a small array's, which
@@ -1418,7 +1481,8 @@ static PyObject *hot_reduce_all(PyObject *mod, PyObject *args) {
     int64_t attrs[2] = {keepdim, -1}; /* keepdim, all dims */
     int64_t meta[LUCID_META_LEN];
     int rc;
-    NATIVE_CALL(small_result(((TensorBase *)a)->shape, NULL),
+    int64_t dims[LUCID_MAX_DIMS];
+    NATIVE_CALL(small_dims(dims, shape_dims(((TensorBase *)a)->shape, dims), NULL, 0),
                 rc = lucid_op(code, &ha, 1, attrs, 2, mode | LUCID_MODE_INTERRUPTIBLE, meta));
     if (rc) {
         if (rc == LUCID_PENDING && (rc = await_job(meta)) == 0) {
