@@ -11,8 +11,10 @@
  *     lucid_release_many), with no Python frame;
  *   - binary, reduce_all and grad: the common op calls from argument check to
  *     result object, calling lucid_op (and lucid_get_grad_meta) with the GIL
- *     released (as cffi does), so threads run ops in parallel.
- * Anything unusual (arguments that are not Tensors, a forked process) goes to
+ *     released (as cffi does), so threads run ops in parallel, except around
+ *     an op with a small result (GIL_KEEP_ELEMS);
+ * Anything unusual (operands that are neither Tensors nor plain NumPy
+ * arrays, a forked process) goes to
  * the Python fallback registered with init(), which raises the same errors
  * as before. Errors from the library are raised by the registered
  * raise_status, which fetches the message on this same thread.
@@ -427,6 +429,9 @@ static int small_dims(const int64_t *da, int na, const int64_t *db, int nb) {
     long long n = 1;
     for (int i = 1; i <= na || i <= nb; i++) {
         long long x = i <= na ? da[na - i] : 1, y = i <= nb ? db[nb - i] : 1;
+        if (x > GIL_KEEP_ELEMS || y > GIL_KEEP_ELEMS) {
+            return 0; /* before the product: a broadcast view's dims can be huge */
+        }
         n *= x > y ? x : y;
         if (n > GIL_KEEP_ELEMS) {
             return 0;
@@ -608,10 +613,11 @@ static int binary_operands(PyObject *a, PyObject *b, int64_t *in, int64_t *temps
     return 1;
 }
 
-/* binary(op, a, b): lucid_op on two Tensors (op: a binary op's id). A fast
- * call (METH_FASTCALL; an Op passes its arguments as they came, see Op
+/* binary(op, a, b): lucid_op on two operands, each a Tensor or a plain
+ * NumPy array lent for the call (binary_operands; op: a binary op's id). A
+ * fast call (METH_FASTCALL; an Op passes its arguments as they came, see Op
  * below). Keyword arguments other than out=, other argument counts and
- * non-Tensors take the Python path, which raises the usual errors. */
+ * other operands take the Python path, which raises the usual errors. */
 static PyObject *hot_binary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     (void)mod;
     PyObject *out = NULL;
