@@ -379,5 +379,8 @@ def test_ndarray_operand_errors_leave_nothing_lent() -> None:
             ops.minimum(a, b)
         with pytest.raises(ValueError):
             ops.minimum(x, x, out=np.zeros(4, np.float32))
+    huge = np.broadcast_to(np.float32(1), (2**52, 1))  # a view of 4 bytes whose broadcast cannot exist
+    with pytest.raises(ValueError, match="more elements than fit"):
+        ops.minimum(huge, np.ones((1, 4096), np.float32))
     del a, b
     assert _settled_borrowed() == before
