@@ -494,10 +494,8 @@ func genericOp(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int6
 	}
 	var buf [maxOpInputs]*tensor.Tensor
 	in := buf[:nInputs]
-	for i, h := range unsafe.Slice(inputs, int(nInputs)) {
-		if in[i], err = getTensor(h); err != nil {
-			return nil, 0, err
-		}
+	if err := handles.tensorsInto(unsafe.Slice(inputs, int(nInputs)), in); err != nil {
+		return nil, 0, err
 	}
 	var as []int64
 	if nAttrs > 0 {

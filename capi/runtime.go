@@ -216,6 +216,27 @@ func getTensor(id C.int64_t) (*tensor.Tensor, error) {
 	return t, nil
 }
 
+// tensorsInto looks up the tensors behind ids into out (as long as ids)
+// under one lock: an op's inputs cost one lock, not one each.
+func (h *handleTable) tensorsInto(ids []C.int64_t, out []*tensor.Tensor) error {
+	h.mu.Lock()
+	for i, id := range ids {
+		sl := h.slot(int64(id))
+		if sl == nil {
+			h.mu.Unlock()
+			return fmt.Errorf("invalid or released tensor handle %d", int64(id))
+		}
+		t, ok := sl.obj.(*tensor.Tensor)
+		if !ok {
+			h.mu.Unlock()
+			return fmt.Errorf("handle %d is not a tensor", int64(id))
+		}
+		out[i] = t
+	}
+	h.mu.Unlock()
+	return nil
+}
+
 func getTensors(p *C.int64_t, n int, allowZero bool) ([]*tensor.Tensor, error) {
 	if n < 0 || (n > 0 && p == nil) {
 		return nil, errs.Valuef("invalid handle array (n=%d)", n)

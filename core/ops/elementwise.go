@@ -31,10 +31,21 @@ func elementwiseInto(c *Context, s *spec, a, b, out *tensor.Tensor) (*tensor.Ten
 			return nil, err
 		}
 	}
-	var shapeBuf [tensor.MaxDims]int
-	shape, err := tensor.BroadcastShapesInto(shapeBuf[:], a.ShapeRef(), b.ShapeRef())
-	if err != nil {
-		return nil, errs.Valuef("%s: %w", s.Name, err)
+	// Equal shapes (the common case) are the result's shape as they are,
+	// read only from here on. Others broadcast into a small buffer on the
+	// stack (zeroing MaxDims ints cost every call more than its whole shape
+	// work); more dims take one from the heap.
+	shape := a.ShapeRef()
+	if !tensor.SameShape(shape, b.ShapeRef()) {
+		var shapeBuf [8]int
+		buf := shapeBuf[:]
+		if n := max(a.Ndim(), b.Ndim()); n > len(buf) {
+			buf = make([]int, n)
+		}
+		var err error
+		if shape, err = tensor.BroadcastShapesInto(buf, a.ShapeRef(), b.ShapeRef()); err != nil {
+			return nil, errs.Valuef("%s: %w", s.Name, err)
+		}
 	}
 	ac, err := castInput(c, a, rd)
 	if err != nil {

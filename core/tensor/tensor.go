@@ -142,8 +142,11 @@ func alloc(dt dtype.Dtype, shape []int, zeroed bool) (*Tensor, error) {
 	sh, st := meta[:len(shape):len(shape)], meta[len(shape):]
 	copy(sh, shape)
 	contiguousStrides(sh, st)
-	f.t = Tensor{storage: s, dtype: dt, shape: sh, strides: st}
-	return &f.t, nil
+	// Field by field: new memory is zeroed, and a whole-struct literal
+	// would store every field (the mutex, the nil graph fields) again.
+	t := &f.t
+	t.storage, t.dtype, t.shape, t.strides = s, dt, sh, st
+	return t, nil
 }
 
 const inlineDims = 4
@@ -288,6 +291,37 @@ func (t *Tensor) dataPointer(p unsafe.Pointer) unsafe.Pointer {
 		return nil
 	}
 	return unsafe.Add(p, t.offset*t.dtype.Size())
+}
+
+// FlatLayout says how t lies under a flat loop over n > 0 elements (the
+// elementwise kernels' fast path): its data pointer and element stride in
+// bytes, which is the dtype's size when t is contiguous with n elements and
+// 0 when it is one element seen everywhere (every stride 0 or dim 1); ok is
+// false for any other layout. One pass over the dims, for every op: it is
+// Numel, IsContiguous and DataPointer together.
+func (t *Tensor) FlatLayout(n int) (p unsafe.Pointer, stride int, ok bool) {
+	count, want, contiguous, scalar := 1, 1, true, true
+	for i := len(t.shape) - 1; i >= 0; i-- {
+		d, st := t.shape[i], t.strides[i]
+		count *= d
+		if d != 1 {
+			contiguous = contiguous && st == want
+			scalar = scalar && st == 0
+			want *= d
+		}
+	}
+	size := t.dtype.Size()
+	switch {
+	case count == n && contiguous:
+		stride = size
+	case scalar:
+	default:
+		return nil, 0, false
+	}
+	if count == 0 || len(t.storage.data) == 0 {
+		return nil, stride, true
+	}
+	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(t.storage.data)), t.offset*size), stride, true
 }
 
 // IsContiguous reports whether the tensor is row-major contiguous.

@@ -220,29 +220,33 @@ const (
 	WakeParallel = 1 << 20
 )
 
-// flatSeg returns the segment template of n-element operands and whether
-// they are flat: each contiguous with n elements, or one element seen
-// everywhere (a 0-d value broadcast); then no iteration plan is needed. A
-// contiguous operand gets its element stride even when n is 1, so the fast
-// paths (which want a unit-stride output) take it. One pass over the
-// operands: this runs for every elementwise op.
-func flatSeg(n int, ts []*tensor.Tensor) (seg, bool) {
-	var s seg
+// flatSeg fills s with the segment template of n-element operands and
+// reports whether they are flat: each contiguous with n elements, or one
+// element seen everywhere (a 0-d value broadcast); then no iteration plan is
+// needed. A contiguous operand gets its element stride even when n is 1, so
+// the fast paths (which want a unit-stride output) take it. One pass over
+// each operand's dims (Tensor.FlatLayout): this runs for every elementwise
+// op.
+func flatSeg(s *seg, n int, ts []*tensor.Tensor) bool {
 	for o, t := range ts {
-		if t.Numel() == n && t.IsContiguous() {
-			s.s[o] = t.Dtype().Size()
-		} else if !isBroadcastScalar(t) {
-			return s, false
+		p, stride, ok := t.FlatLayout(n)
+		if !ok {
+			return false
 		}
-		s.p[o] = t.DataPointer()
+		s.p[o], s.s[o] = p, stride
 	}
-	return s, true
+	return true
 }
 
 // flatSegs runs k over elements [start, end) of the flat operands of
 // template base (nops of them).
-func flatSegs(base seg, nops, start, end int, k segFunc) {
-	s := base
+func flatSegs(base *seg, nops, start, end int, k segFunc) {
+	if start == 0 && end <= maxSeg { // one segment: the template itself
+		base.n = end
+		k(*base)
+		return
+	}
+	s := *base
 	for c := start; c < end; c += maxSeg {
 		for o := 0; o < nops; o++ {
 			s.p[o] = unsafe.Add(base.p[o], c*base.s[o])
@@ -250,17 +254,6 @@ func flatSegs(base seg, nops, start, end int, k segFunc) {
 		s.n = min(maxSeg, end-c)
 		k(s)
 	}
-}
-
-// isBroadcastScalar reports whether every element of t is the same memory
-// (all strides zero, or a single element).
-func isBroadcastScalar(t *tensor.Tensor) bool {
-	for i, st := range t.StridesRef() {
-		if st != 0 && t.ShapeRef()[i] != 1 {
-			return false
-		}
-	}
-	return true
 }
 
 // elementwise runs k over every element of ts[0]'s shape (at most maxOps
@@ -272,9 +265,10 @@ func (b *Backend) elementwise(k segFunc, ts ...*tensor.Tensor) {
 	if n == 0 {
 		return
 	}
-	if base, flat := flatSeg(n, ts); flat {
+	var base seg
+	if flatSeg(&base, n, ts) {
 		if !b.split(n) {
-			flatSegs(base, len(ts), 0, n, k)
+			flatSegs(&base, len(ts), 0, n, k)
 		} else {
 			b.flatParallel(k, base, len(ts), n)
 		}
@@ -296,7 +290,10 @@ func (b *Backend) elementwise(k segFunc, ts ...*tensor.Tensor) {
 
 // flatParallel is elementwise's flat path over Chunk-element blocks.
 func (b *Backend) flatParallel(k segFunc, base seg, nops, n int) {
-	b.parallel(n, (n+Chunk-1)/Chunk, func(c int) { flatSegs(base, nops, c*Chunk, min(n, (c+1)*Chunk), k) })
+	b.parallel(n, (n+Chunk-1)/Chunk, func(c int) {
+		s := base // each block its own copy: flatSegs sets its length
+		flatSegs(&s, nops, c*Chunk, min(n, (c+1)*Chunk), k)
+	})
 }
 
 // planParallel is elementwise's strided path over Chunk-element blocks (it

@@ -107,6 +107,14 @@ func simdSelect[R rule](s *seg, sz int, io, ia, ib int) (done int) {
 		return 0
 	}
 	n := s.n
+	if n*sz < 32 { // less than one vector: the scalar tail alone (the 1-element ops)
+		if sz == 4 {
+			selectTail[R, float32, uint32](s, 0, io, ia, ib)
+		} else {
+			selectTail[R, float64, uint64](s, 0, io, ia, ib)
+		}
+		return n
+	}
 	if sz == 4 {
 		o, a, b := elems[float32](s.p[io], n, 1), elems[float32](s.p[ia], n, ua), elems[float32](s.p[ib], n, ub)
 		i := 0
