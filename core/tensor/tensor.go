@@ -26,6 +26,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/pylucid/pylucid/core/dtype"
@@ -38,19 +39,24 @@ type GradNode interface{ Name() string }
 
 // Tensor is a strided view of a Storage.
 type Tensor struct {
+	// Fields ordered so the small ones share words: an op result is one
+	// allocation of the tensor and its inline dims (freshTensor), and
+	// every word of it costs the allocator and the collector.
 	storage *Storage
-	dtype   dtype.Dtype
 	shape   []int
 	strides []int
 	offset  int
-	wrapped bool  // a Python number: "weak" in type promotion
-	wrapExp int32 // a wrapped integer's value is its element · 2**wrapExp (see WrappedInt)
 
-	mu           sync.Mutex
-	requiresGrad bool
-	grad         *Tensor
-	gradFn       GradNode
-	outputNr     int
+	grad   *Tensor
+	gradFn GradNode
+	mu     sync.Mutex
+	// requiresGrad is written under mu, with gradFn, and read without it
+	// (every op reads its inputs'; a lock would cost two atomic updates).
+	requiresGrad atomic.Bool
+	dtype        dtype.Dtype
+	wrapped      bool  // a Python number: "weak" in type promotion
+	wrapExp      int32 // a wrapped integer's value is its element · 2**wrapExp (see WrappedInt)
+	outputNr     int32 // of gradFn's outputs (an op has a handful)
 }
 
 // MaxDims is the largest supported number of dimensions.
@@ -364,11 +370,7 @@ func (t *Tensor) String() string {
 }
 
 // RequiresGrad reports whether gradients flow to this tensor.
-func (t *Tensor) RequiresGrad() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.requiresGrad
-}
+func (t *Tensor) RequiresGrad() bool { return t.requiresGrad.Load() }
 
 // SetRequiresGrad marks a leaf as requiring gradients. Only floating tensors
 // can require gradients, and only leaves can be changed.
@@ -381,7 +383,7 @@ func (t *Tensor) SetRequiresGrad(v bool) error {
 	if t.gradFn != nil {
 		return fmt.Errorf("requires_grad can only be changed on leaf tensors; use detach() for a non-leaf")
 	}
-	t.requiresGrad = v
+	t.requiresGrad.Store(v)
 	return nil
 }
 
@@ -390,7 +392,7 @@ func (t *Tensor) SetRequiresGrad(v bool) error {
 func (t *Tensor) GradFn() (GradNode, int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.gradFn, t.outputNr
+	return t.gradFn, int(t.outputNr)
 }
 
 // SetGradFn records the producing node; it marks the tensor as requiring grad.
@@ -399,9 +401,13 @@ func (t *Tensor) GradFn() (GradNode, int) {
 // op result whose only handle goes is freed at once, graph or no graph
 // (anything that keeps it, such as a node saving it, marks it shared).
 func (t *Tensor) SetGradFn(n GradNode, outputNr int) {
+	if outputNr < 0 || outputNr > math.MaxInt32 {
+		panic(fmt.Sprintf("tensor: output number %d out of range", outputNr))
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.gradFn, t.outputNr, t.requiresGrad = n, outputNr, n != nil
+	t.gradFn, t.outputNr = n, int32(outputNr)
+	t.requiresGrad.Store(n != nil)
 }
 
 // IsLeaf reports whether the tensor was not produced by a recorded op.
