@@ -30,15 +30,15 @@ import (
 type Storage struct {
 	// Fields ordered by size: the struct fits in the 64 bytes that
 	// inlineStorage leaves it.
-	data    []byte
-	owned   *ownedMemory // nil for Go heap memory and memory borrowed without a release hook
-	handles atomic.Int32
-	// hostHandles counts the holds of handles given to foreign code
-	// (AddHostHandle), the only holders of an exported address; handles
-	// counts them too.
-	hostHandles atomic.Int32
-	readOnly    bool
-	shared      atomic.Bool
+	data  []byte
+	owned *ownedMemory // nil for Go heap memory and memory borrowed without a release hook
+	// holds counts the holds on the storage (AddHandle) in its low 32 bits
+	// and, in its high 32 bits, those of them that are handles given to
+	// foreign code (AddHostHandle), the only holders of an exported
+	// address: one word, so a host handle costs one atomic update each way.
+	holds    atomic.Int64
+	readOnly bool
+	shared   atomic.Bool
 	// goMemory: the bytes are Go heap memory (an Allocator that returned no
 	// free function), which foreign code may only keep once pinned.
 	goMemory bool
@@ -75,19 +75,24 @@ func (s *Storage) MarkShared() { s.shared.Store(true) }
 
 // Held reports whether anything holds the storage (a host handle, a gradient
 // slot, a backward run).
-func (s *Storage) Held() bool { return s.handles.Load() > 0 }
+func (s *Storage) Held() bool { return int32(s.holds.Load()) > 0 }
 
 // AddHandle records a hold on the storage: a host handle to a tensor on it,
 // or a tensor's gradient slot (Tensor.SetGrad).
-func (s *Storage) AddHandle() { s.handles.Add(1) }
+func (s *Storage) AddHandle() { s.holds.Add(1) }
 
 // ReleaseHandle records that a hold is gone. If it was the last one and the
 // storage was never shared, owned memory is freed now. The caller
 // guarantees nothing is still using the tensor through that hold.
 func (s *Storage) ReleaseHandle() {
-	if s.handles.Add(-1) != 0 {
+	if int32(s.holds.Add(-1)) != 0 {
 		return
 	}
+	s.lastHoldGone()
+}
+
+// lastHoldGone frees owned memory now if the storage was never shared.
+func (s *Storage) lastHoldGone() {
 	if !s.shared.Load() && s.owned != nil {
 		s.owned.release()
 		s.data = nil
@@ -98,19 +103,24 @@ func (s *Storage) ReleaseHandle() {
 // ABI's handle table): only such a handle's holder is ever given the
 // storage's address (PinnedPointer).
 func (s *Storage) AddHostHandle() {
-	s.hostHandles.Add(1)
-	s.handles.Add(1)
+	s.holds.Add(hostHold)
 }
+
+// hostHold is a host handle's count in holds: one hold, one host hold.
+const hostHold = 1 | 1<<32
 
 // ReleaseHostHandle is ReleaseHandle for a handle from AddHostHandle. With
 // the last host handle, a pinned inline storage is unpinned, even while a
 // gradient slot still holds it: no foreign code has its address any more
 // (and a slot of a collected tensor never lets go of its hold).
 func (s *Storage) ReleaseHostHandle() {
-	if s.hostHandles.Add(-1) == 0 && s.inline && s.pinned.Load() {
+	v := s.holds.Add(-hostHold)
+	if v>>32 == 0 && s.inline && s.pinned.Load() {
 		s.unpinInline()
 	}
-	s.ReleaseHandle()
+	if int32(v) == 0 {
+		s.lastHoldGone()
+	}
 }
 
 // Allocator provides memory for new storages. A host embedding the core (the
@@ -396,7 +406,7 @@ func (s *Storage) PinnedPointer() unsafe.Pointer {
 func (s *Storage) unpinInline() {
 	pinMu.Lock()
 	defer pinMu.Unlock()
-	if s.hostHandles.Load() != 0 || !s.pinned.Load() {
+	if s.holds.Load()>>32 != 0 || !s.pinned.Load() {
 		return
 	}
 	inlinePins[s].Unpin()
