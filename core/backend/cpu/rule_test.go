@@ -119,7 +119,9 @@ func ruleTensor(t *testing.T, dt dtype.Dtype, shape []int, bits []uint64) *tenso
 
 func TestForwardSelectionByRuleMatchesRef(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	sizes := []int{0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 40, maxSeg + 21}
+	// Around every step of the SIMD loops: one vector, the 4-vector rounds
+	// (16 float64, 32 float32 elements), the leftover whole vectors, the tail.
+	sizes := []int{0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 47, 48, 63, 64, 65, 95, 97, maxSeg + 21}
 	for _, simd := range []bool{true, false} {
 		withSIMD(t, simd)
 		b := New(1)

@@ -120,21 +120,33 @@ func simdSelect[R rule](s *seg, sz int, io, ia, ib int) (done int) {
 		i := 0
 		if ua == 1 && ub == 1 { // the common case, with direct loads
 			// Moving pointers instead of slicing: no bounds checks, and no
-			// address arithmetic per load (i+16 <= n and all three hold n
+			// address arithmetic per load (i+32 <= n and all three hold n
 			// elements, so each pointer stays inside its operand).
 			pa, pb, po := s.p[ia], s.p[ib], s.p[io]
 			ld := func(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {
 				return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, off)))
 			}
-			for ; i+16 <= n; i += 16 {
+			// Four vectors a round, all loaded before any is stored: an
+			// output lying just past its inputs modulo 4 KiB (NumPy's
+			// arrays often do) stalls loads behind stores they seem to
+			// alias less so, 8-15% faster than two vectors at every
+			// alignment measured (the loads are of elements not yet
+			// written, so an output that is an input, the one overlap
+			// allowed, reads what it would anyway).
+			for ; i+32 <= n; i += 32 {
 				x0, y0, x1, y1 := ld(pa, 0), ld(pb, 0), ld(pa, 32), ld(pb, 32)
-				x0.Merge(y0, wins32[R](x0, y0)).Store((*[8]float32)(po))
-				x1.Merge(y1, wins32[R](x1, y1)).Store((*[8]float32)(unsafe.Add(po, 32)))
-				if i+32 <= n {
-					pa, pb, po = unsafe.Add(pa, 64), unsafe.Add(pb, 64), unsafe.Add(po, 64)
+				x2, y2, x3, y3 := ld(pa, 64), ld(pb, 64), ld(pa, 96), ld(pb, 96)
+				r0, r1 := x0.Merge(y0, wins32[R](x0, y0)), x1.Merge(y1, wins32[R](x1, y1))
+				r2, r3 := x2.Merge(y2, wins32[R](x2, y2)), x3.Merge(y3, wins32[R](x3, y3))
+				r0.Store((*[8]float32)(po))
+				r1.Store((*[8]float32)(unsafe.Add(po, 32)))
+				r2.Store((*[8]float32)(unsafe.Add(po, 64)))
+				r3.Store((*[8]float32)(unsafe.Add(po, 96)))
+				if i+64 <= n {
+					pa, pb, po = unsafe.Add(pa, 128), unsafe.Add(pb, 128), unsafe.Add(po, 128)
 				}
 			}
-			if i+8 <= n {
+			for ; i+8 <= n; i += 8 {
 				x := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(s.p[ia], 4*i)))
 				y := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(s.p[ib], 4*i)))
 				x.Merge(y, wins32[R](x, y)).Store((*[8]float32)(unsafe.Add(s.p[io], 4*i)))
@@ -155,15 +167,20 @@ func simdSelect[R rule](s *seg, sz int, io, ia, ib int) (done int) {
 		ld := func(p unsafe.Pointer, off uintptr) archsimd.Float64x4 {
 			return archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(p, off)))
 		}
-		for ; i+8 <= n; i += 8 {
+		for ; i+16 <= n; i += 16 { // four vectors a round, as for float32
 			x0, y0, x1, y1 := ld(pa, 0), ld(pb, 0), ld(pa, 32), ld(pb, 32)
-			x0.Merge(y0, wins64[R](x0, y0)).Store((*[4]float64)(po))
-			x1.Merge(y1, wins64[R](x1, y1)).Store((*[4]float64)(unsafe.Add(po, 32)))
-			if i+16 <= n {
-				pa, pb, po = unsafe.Add(pa, 64), unsafe.Add(pb, 64), unsafe.Add(po, 64)
+			x2, y2, x3, y3 := ld(pa, 64), ld(pb, 64), ld(pa, 96), ld(pb, 96)
+			r0, r1 := x0.Merge(y0, wins64[R](x0, y0)), x1.Merge(y1, wins64[R](x1, y1))
+			r2, r3 := x2.Merge(y2, wins64[R](x2, y2)), x3.Merge(y3, wins64[R](x3, y3))
+			r0.Store((*[4]float64)(po))
+			r1.Store((*[4]float64)(unsafe.Add(po, 32)))
+			r2.Store((*[4]float64)(unsafe.Add(po, 64)))
+			r3.Store((*[4]float64)(unsafe.Add(po, 96)))
+			if i+32 <= n {
+				pa, pb, po = unsafe.Add(pa, 128), unsafe.Add(pb, 128), unsafe.Add(po, 128)
 			}
 		}
-		if i+4 <= n {
+		for ; i+4 <= n; i += 4 {
 			x := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(s.p[ia], 8*i)))
 			y := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(s.p[ib], 8*i)))
 			x.Merge(y, wins64[R](x, y)).Store((*[4]float64)(unsafe.Add(s.p[io], 8*i)))
