@@ -36,6 +36,9 @@ type Storage struct {
 	// and, in its high 32 bits, those of them that are handles given to
 	// foreign code (AddHostHandle), the only holders of an exported
 	// address: one word, so a host handle costs one atomic update each way.
+	// The halves stay apart because every release matches an earlier add
+	// (the low half is never below the high one, nor negative); an
+	// unmatched release would borrow from the host count.
 	holds    atomic.Int64
 	readOnly bool
 	shared   atomic.Bool
