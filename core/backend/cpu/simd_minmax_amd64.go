@@ -13,7 +13,8 @@ import (
 
 // SIMD paths of the min/max family (see minmax.go) for float32 and
 // float64: the rule is wins32/wins64 (simd_amd64.go), the scalar rule wins
-// (rule.go) where lanes combine.
+// (rule.go) where lanes combine. Each path clears the vector registers'
+// upper halves before it returns, as in simd_amd64.go.
 
 // simdArgRun folds a prefix of the n contiguous elements at p (T float32 or
 // float64; other types: none) and returns its length (0: no SIMD path) and
@@ -64,6 +65,7 @@ func argRun32[R rule](p unsafe.Pointer, n int) (done, pos int) {
 			best, bpos = v, vp
 		}
 	}
+	archsimd.ClearAVXUpperBits()
 	return m, bpos
 }
 
@@ -110,6 +112,7 @@ func argRun64[R rule](p unsafe.Pointer, n int) (done, pos int) {
 			best, bpos = v, vp
 		}
 	}
+	archsimd.ClearAVXUpperBits()
 	return m, bpos
 }
 
@@ -181,6 +184,7 @@ func vals32[R rule](p unsafe.Pointer, n int) (done int, best float32, ok bool) {
 		}
 	}
 	if nan.ToBits() != 0 {
+		archsimd.ClearAVXUpperBits()
 		return m, 0, false
 	}
 	var lanes [8]float32
@@ -191,6 +195,7 @@ func vals32[R rule](p unsafe.Pointer, n int) (done int, best float32, ok bool) {
 			best = v
 		}
 	}
+	archsimd.ClearAVXUpperBits()
 	return m, best, best != 0
 }
 
@@ -221,6 +226,7 @@ func vals64[R rule](p unsafe.Pointer, n int) (done int, best float64, ok bool) {
 		v0 = v0.Min(v1).Min(v2.Min(v3))
 	}
 	if nan.ToBits() != 0 {
+		archsimd.ClearAVXUpperBits()
 		return m, 0, false
 	}
 	var lanes [4]float64
@@ -231,6 +237,7 @@ func vals64[R rule](p unsafe.Pointer, n int) (done int, best float64, ok bool) {
 			best = v
 		}
 	}
+	archsimd.ClearAVXUpperBits()
 	return m, best, best != 0
 }
 
@@ -244,6 +251,7 @@ func simdFind[T native](p unsafe.Pointer, n int, v T) int {
 		b := archsimd.BroadcastFloat32x8(*(*float32)(unsafe.Pointer(&v)))
 		for i := 0; i < n; i += 8 {
 			if m := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*i))).Equal(b).ToBits(); m != 0 {
+				archsimd.ClearAVXUpperBits()
 				return i + bits.TrailingZeros8(m)
 			}
 		}
@@ -251,6 +259,7 @@ func simdFind[T native](p unsafe.Pointer, n int, v T) int {
 		b := archsimd.BroadcastFloat64x4(*(*float64)(unsafe.Pointer(&v)))
 		for i := 0; i < n; i += 4 {
 			if m := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(p, 8*i))).Equal(b).ToBits(); m != 0 {
+				archsimd.ClearAVXUpperBits()
 				return i + bits.TrailingZeros8(m)
 			}
 		}
@@ -276,6 +285,7 @@ func simdArgCol[R rule, T native](wv, wpos, p unsafe.Pointer, n, k int) int {
 				w, x := archsimd.LoadFloat32x8(pw), archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*c)))
 				w.Merge(x, wins32[R](w, x)).Store(pw)
 			}
+			archsimd.ClearAVXUpperBits()
 			return c
 		}
 		kv := archsimd.BroadcastInt32x8(int32(k))
@@ -287,6 +297,7 @@ func simdArgCol[R rule, T native](wv, wpos, p unsafe.Pointer, n, k int) int {
 			w.Merge(x, keep).Store(pw)
 			archsimd.LoadInt32x8(pp).Merge(kv, keep).Store(pp)
 		}
+		archsimd.ClearAVXUpperBits()
 		return c
 	case float64:
 		c := 0
@@ -296,6 +307,7 @@ func simdArgCol[R rule, T native](wv, wpos, p unsafe.Pointer, n, k int) int {
 				w, x := archsimd.LoadFloat64x4(pw), archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(p, 8*c)))
 				w.Merge(x, wins64[R](w, x)).Store(pw)
 			}
+			archsimd.ClearAVXUpperBits()
 			return c
 		}
 		kv := archsimd.BroadcastInt64x4(int64(k))
@@ -307,6 +319,7 @@ func simdArgCol[R rule, T native](wv, wpos, p unsafe.Pointer, n, k int) int {
 			w.Merge(x, keep).Store(pw)
 			archsimd.LoadInt64x4(pp).Merge(kv, keep).Store(pp)
 		}
+		archsimd.ClearAVXUpperBits()
 		return c
 	}
 	return 0
@@ -340,6 +353,7 @@ func simdArgCol2[R rule, T native](wv, p0, p1 unsafe.Pointer, n int) int {
 			w.Merge(x1, wins64[R](w, x1)).Store(pw)
 		}
 	}
+	archsimd.ClearAVXUpperBits()
 	return c
 }
 
@@ -396,6 +410,7 @@ func simdClamp(s *seg, sz int) int {
 				w := x.Merge(lo, wins32[ruleMax](x, lo))
 				w.Merge(hi, wins32[ruleMin](w, hi)).Store((*[8]float32)(unsafe.Add(po, 4*i)))
 			}
+			archsimd.ClearAVXUpperBits()
 			return i
 		}
 		for ; i+8 <= n; i += 8 {
@@ -403,6 +418,7 @@ func simdClamp(s *seg, sz int) int {
 			w := x.Merge(lo, wins32[ruleMax](x, lo))
 			w.Merge(hi, wins32[ruleMin](w, hi)).Store((*[8]float32)(unsafe.Add(po, 4*i)))
 		}
+		archsimd.ClearAVXUpperBits()
 		return i
 	}
 	if ux == 1 && ulo == 0 && uhi == 0 {
@@ -412,6 +428,7 @@ func simdClamp(s *seg, sz int) int {
 			w := x.Merge(lo, wins64[ruleMax](x, lo))
 			w.Merge(hi, wins64[ruleMin](w, hi)).Store((*[4]float64)(unsafe.Add(po, 8*i)))
 		}
+		archsimd.ClearAVXUpperBits()
 		return i
 	}
 	for ; i+4 <= n; i += 4 {
@@ -419,6 +436,7 @@ func simdClamp(s *seg, sz int) int {
 		w := x.Merge(lo, wins64[ruleMax](x, lo))
 		w.Merge(hi, wins64[ruleMin](w, hi)).Store((*[4]float64)(unsafe.Add(po, 8*i)))
 	}
+	archsimd.ClearAVXUpperBits()
 	return i
 }
 
@@ -447,6 +465,7 @@ func simdClampRoute(s *seg, sz int) int {
 				zero.Merge(g.Masked(m2), m1).Store((*[8]float32)(unsafe.Add(pglo, 4*i)))
 				zero.Merge(g, m2).Store((*[8]float32)(unsafe.Add(pghi, 4*i)))
 			}
+			archsimd.ClearAVXUpperBits()
 			return i
 		}
 		for ; i+8 <= n; i += 8 {
@@ -457,6 +476,7 @@ func simdClampRoute(s *seg, sz int) int {
 			zero.Merge(g.Masked(m2), m1).Store((*[8]float32)(unsafe.Add(pglo, 4*i)))
 			zero.Merge(g, m2).Store((*[8]float32)(unsafe.Add(pghi, 4*i)))
 		}
+		archsimd.ClearAVXUpperBits()
 		return i
 	}
 	var zero archsimd.Float64x4
@@ -468,6 +488,7 @@ func simdClampRoute(s *seg, sz int) int {
 		zero.Merge(g.Masked(m2), m1).Store((*[4]float64)(unsafe.Add(pglo, 8*i)))
 		zero.Merge(g, m2).Store((*[4]float64)(unsafe.Add(pghi, 8*i)))
 	}
+	archsimd.ClearAVXUpperBits()
 	return i
 }
 
@@ -488,6 +509,7 @@ func simdClampSelect(s *seg, sz int) int {
 			d := ld32(s.p[4], u[4], i).Merge(ld32(s.p[5], u[5], i), m1)
 			d.Merge(ld32(s.p[6], u[6], i), m2).Store((*[8]float32)(unsafe.Add(s.p[0], 4*i)))
 		}
+		archsimd.ClearAVXUpperBits()
 		return i
 	}
 	i := 0
@@ -498,6 +520,7 @@ func simdClampSelect(s *seg, sz int) int {
 		d := ld64(s.p[4], u[4], i).Merge(ld64(s.p[5], u[5], i), m1)
 		d.Merge(ld64(s.p[6], u[6], i), m2).Store((*[4]float64)(unsafe.Add(s.p[0], 8*i)))
 	}
+	archsimd.ClearAVXUpperBits()
 	return i
 }
 
@@ -535,6 +558,7 @@ func simdArgRunHalf[R rule](p unsafe.Pointer, n int, lim int16, bf bool) (done, 
 			best, bpos = v, vp
 		}
 	}
+	archsimd.ClearAVXUpperBits()
 	return m, bpos
 }
 
@@ -568,6 +592,7 @@ func simdClampHalf(s *seg, dt dtype.Dtype) int {
 		t1, t2 := clampTakes(x, lo, hi, l)
 		hi.Merge(lo.Merge(x, t1), t2).Store((*[16]int16)(unsafe.Add(s.p[0], 2*i)))
 	}
+	archsimd.ClearAVXUpperBits()
 	return i
 }
 
@@ -587,6 +612,7 @@ func simdClampRouteHalf(s *seg, dt dtype.Dtype) int {
 		zero.Merge(g.Merge(zero, t1), t2).Store((*[16]int16)(unsafe.Add(s.p[1], 2*i)))
 		g.Merge(zero, t2).Store((*[16]int16)(unsafe.Add(s.p[2], 2*i)))
 	}
+	archsimd.ClearAVXUpperBits()
 	return i
 }
 
@@ -604,5 +630,6 @@ func simdClampSelectHalf(s *seg, dt dtype.Dtype) int {
 		d := ld16(s.p[5], u[5], i).Merge(ld16(s.p[4], u[4], i), t1)
 		ld16(s.p[6], u[6], i).Merge(d, t2).Store((*[16]int16)(unsafe.Add(s.p[0], 2*i)))
 	}
+	archsimd.ClearAVXUpperBits()
 	return i
 }
