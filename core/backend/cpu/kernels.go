@@ -158,8 +158,10 @@ func scratchKernel[E bool | uint8](pool *sync.Pool, nops int, fast func(seg) int
 			}
 		}
 		buf := pool.Get().(*[maxSeg]E)
-		fill(buf[:s.n], s)
-		k(buf[:s.n], s)
+		inChunks(s, nops, func(s seg) {
+			fill(buf[:s.n], s)
+			k(buf[:s.n], s)
+		})
 		pool.Put(buf)
 	}
 }
@@ -400,20 +402,22 @@ var f32Bufs = sync.Pool{New: func() any { return new([3][maxSeg]float32) }}
 func viaFloat32(c halfCodec, nin int, k segFunc) segFunc {
 	return func(s seg) {
 		bufs := f32Bufs.Get().(*[3][maxSeg]float32)
-		var t seg
-		t.n = s.n
-		for o := 0; o <= nin; o++ {
-			t.p[o], t.s[o] = unsafe.Pointer(&bufs[o][0]), 4
-		}
-		for o := 1; o <= nin; o++ {
-			for i := 0; i < s.n; i++ {
-				bufs[o][i] = c.widen(*(*uint16)(s.at(o, i)))
+		inChunks(s, nin+1, func(s seg) {
+			var t seg
+			t.n = s.n
+			for o := 0; o <= nin; o++ {
+				t.p[o], t.s[o] = unsafe.Pointer(&bufs[o][0]), 4
 			}
-		}
-		k(t)
-		for i := 0; i < s.n; i++ {
-			*(*uint16)(s.at(0, i)) = c.narrow(bufs[0][i])
-		}
+			for o := 1; o <= nin; o++ {
+				for i := 0; i < s.n; i++ {
+					bufs[o][i] = c.widen(*(*uint16)(s.at(o, i)))
+				}
+			}
+			k(t)
+			for i := 0; i < s.n; i++ {
+				*(*uint16)(s.at(0, i)) = c.narrow(bufs[0][i])
+			}
+		})
 		f32Bufs.Put(bufs)
 	}
 }
