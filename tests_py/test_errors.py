@@ -624,10 +624,13 @@ def test_ctrl_c_during_one_long_op():
     assert float(s.item()) == 2.0**30, s
     # The library's test gate holds the first sum until the other thread's
     # op arrives: the signal then goes while that sum runs (no clock involved).
+    # That op has more than 4096 elements, so it waits at the gate with the
+    # GIL released (a small op keeps the GIL through its call).
     assert pylucid._native.lucid_debug_gate(2, 60000, pylucid._ffi.NULL, pylucid._ffi.NULL) == 0
     done, sent = [0], []
+    wide = pylucid.from_numpy(np.ones(8192, np.float32))
     def fire():
-        ops.minimum(pylucid.tensor([1.0]), 0.0)
+        ops.minimum(wide, 0.0)
         sent.append(done[0]); os.kill(os.getpid(), signal.SIGINT)
     threading.Thread(target=fire).start()
     try:

@@ -59,7 +59,7 @@ def test_batch_flushes_itself_every_64() -> None:
     assert hot.pending() < 64
 
 
-def test_non_tensor_arguments_and_subclasses_take_the_python_path() -> None:
+def test_non_tensor_arguments_and_subclasses_give_the_same_results() -> None:
     class Sub(pylucid.Tensor):
         __slots__ = ()
 
@@ -350,8 +350,8 @@ def test_ndarray_operands_take_the_c_path_and_match_numpy(layout, pair) -> None:
 
 def test_ndarray_operands_keep_from_numpy_semantics() -> None:
     """Promotion, broadcasting, gradients through a Tensor operand, and the
-    cases the C path leaves to Python (bool arrays, numbers, lists,
-    subclasses) give what from_numpy's tensors give."""
+    cases the C path leaves to Python (bool arrays, lists, subclasses)
+    give what from_numpy's tensors give."""
     h = np.float16([1.5, -2.0, 3.0])
     f = np.float32([[1.0], [2.0]])
     for a, b in [(h, f), (f, h), (h, h), (np.int32([1, 5, 3]), h), (np.float64([0.5, 9.0, 1.0]), f)]:
@@ -365,7 +365,7 @@ def test_ndarray_operands_keep_from_numpy_semantics() -> None:
     y.backward(np.float32([1.0, 10.0, 100.0]))
     np.testing.assert_array_equal(t.grad.numpy(), [1.0, 0.0, 0.0])
     m = np.ma.masked_array([1.0, 2.0], dtype=np.float32)  # a subclass: the Python path
-    for a, b in [(np.bool_([True, False]), np.bool_([False, False])), (np.float32([1, 4]), 2.0), (m, m),
+    for a, b in [(np.bool_([True, False]), np.bool_([False, False])), (m, m),
                  (np.float32([1, 4]), [2.0, 2.0])]:
         _, n = _python_binary_calls(lambda: ops.minimum(a, b))
         assert n == 1
@@ -384,3 +384,63 @@ def test_ndarray_operand_errors_leave_nothing_lent() -> None:
         ops.minimum(huge, np.ones((1, 4096), np.float32))
     del a, b
     assert _settled_borrowed() == before
+
+
+def _outcome(fn):
+    try:
+        r = fn()
+    except Exception as e:  # noqa: BLE001 - compared between the two paths
+        return type(e), str(e)
+    return r.dtype, r.shape, r.numpy().tobytes()
+
+
+_NUMBERS = [0.5, -0.0, 0.0, float("nan"), float("-inf"), 1e300, 3, -2, 0, True, False,
+            2**62, -(2**63), 2**63 - 1, 2**63, -(2**63) - 1, 10**30]
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("name", ["minimum", "maximum", "fmin", "fmax"])
+def test_python_number_operands_match_the_python_path(name, dt) -> None:
+    # A Python float, int (within int64) or bool beside a Tensor or an exact
+    # ndarray is made a weak scalar in C (number_operand in _hot.c): every
+    # result (dtype, shape, bits) and every error equals the Python path's,
+    # which tensor._py_binary runs for the same operands.
+    op = getattr(ops, name)
+    code = op.args[0]
+    base = np.array([-1.5, 0.0, 2.0, np.nan, 7.0], np.float64)
+    if dt == "bool":
+        arr = base > 0
+    elif dt in ("float16", "bfloat16"):
+        arr = None
+    else:
+        arr = np.nan_to_num(base).astype(dt) if dt[0] in "iu" else base.astype(dt)
+    tensor = pylucid.tensor(base, dtype=dt) if arr is None else pylucid.from_numpy(arr)
+    operands = [tensor] + ([] if arr is None else [arr])
+    for x in operands:
+        for s in _NUMBERS:
+            for a, b in [(x, s), (s, x)]:
+                want = _outcome(lambda: _t._py_binary(code, a, b))
+                got = _outcome(lambda: op(a, b))
+                assert got == want, (name, dt, type(x).__name__, a if a is s else b)
+
+
+def test_python_number_operands_take_the_c_path() -> None:
+    x = pylucid.from_numpy(np.float32([1, 4]))
+    arr = np.float32([1, 4])
+    for a, b in [(x, 2.0), (3, x), (arr, True), (x, -(2**63)), (arr, 0.5)]:
+        assert _python_binary_calls(lambda: ops.minimum(a, b))[1] == 0, (a, b)
+    # An int past int64 (encoded exactly on the Python path), two numbers,
+    # NumPy scalars (strong, not weak) and lists still go to Python.
+    for a, b in [(x, 2**63), (1.0, 2.0), (x, np.float64(2.0)), ([1.0, 2.0], 1.0)]:
+        assert _python_binary_calls(lambda: ops.minimum(a, b))[1] == 1, (a, b)
+
+
+def test_python_number_operand_of_a_graph() -> None:
+    # The scalar a graph saves lives on after the call released its handle.
+    x = pylucid.tensor(np.float64([1.0, 3.0, 2.0]), requires_grad=True)
+    y = ops.minimum(x, 2.0)
+    gc.collect()
+    pylucid._stats()  # flushes the batch of dropped small tensors
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 1.0])  # the tie at 2.0 goes to x
+    np.testing.assert_array_equal(y.detach().numpy(), [1.0, 2.0, 2.0])

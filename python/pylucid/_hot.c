@@ -573,25 +573,79 @@ static int lend_ndarray(PyObject *arr, int64_t *meta);
 static void release_temps(const int64_t *temps, Py_ssize_t n);
 static int lent_temp(const int64_t *meta, int64_t *temp);
 
-/* The handles of a binary op's operands: a Tensor's own (temps[i] 0), or an
- * exact ndarray lent for the call, as from_numpy would wrap it (temps[i]:
- * its handle, for release_temps). *keep: the result is small (small_dims).
+/* A Python float, int or bool (exact types, not NumPy scalars). */
+static int is_number(PyObject *o) { return PyFloat_CheckExact(o) || PyLong_CheckExact(o) || PyBool_Check(o); }
+
+/* The weak 0-d tensor of a Python number operand, as tensor._scalar makes
+ * it on the Python path (docs/dtypes.md): *h its handle, *temp its release
+ * (in the batch of dropped small tensors). Returns 1; 0 for the Python path
+ * (an int past int64, which tensor._scalar encodes exactly); -1 with an
+ * exception set. */
+static int number_operand(PyObject *x, int64_t *h, int64_t *temp) {
+    lucid_tensor_info info;
+    int rc;
+    if (PyFloat_CheckExact(x)) {
+        double v = PyFloat_AsDouble(x);
+        if (v == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        rc = lucid_scalar(LUCID_FLOAT64, v, 0, &info);
+    } else if (PyBool_Check(x)) {
+        rc = lucid_scalar(LUCID_BOOL, 0.0, x == Py_True, &info);
+    } else {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(x, &overflow);
+        if (overflow) {
+            return 0;
+        }
+        if (v == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        rc = lucid_scalar_int(v, 0, &info);
+    }
+    if (rc) {
+        status_error(rc);
+        return -1;
+    }
+    *h = info.handle;
+    *temp = -info.handle;
+    return 1;
+}
+
+/* The handles of a binary op's operands: a Tensor's own (temps[i] 0), an
+ * exact ndarray lent for the call, as from_numpy would wrap it, or a Python
+ * number's weak scalar (number_operand) beside one of those (temps[i]: its
+ * handle, for release_temps). *keep: the result is small (small_dims).
  * Returns 1, 0 for the Python path (other operands; nothing lent), -1 with
  * an exception set (nothing lent). */
 static int binary_operands(PyObject *a, PyObject *b, int64_t *in, int64_t *temps, int *keep) {
     PyObject *arg[2] = {a, b};
     int64_t dims[2][LUCID_MAX_DIMS];
-    int nd[2];
+    int nd[2], numbers = 0;
     temps[0] = temps[1] = 0;
-    for (int i = 0; i < 2; i++) { /* nothing lent for a call that goes to Python anyway (a number operand) */
-        if (!is_tensor(arg[i]) && (ndarray_type == NULL || Py_TYPE(arg[i]) != ndarray_type)) {
+    for (int i = 0; i < 2; i++) { /* nothing lent for a call that goes to Python anyway */
+        if (is_number(arg[i])) {
+            numbers++;
+        } else if (!is_tensor(arg[i]) && (ndarray_type == NULL || Py_TYPE(arg[i]) != ndarray_type)) {
             return 0;
         }
+    }
+    if (numbers == 2) { /* two numbers: the Python path's own rules for the result */
+        return 0;
     }
     for (int i = 0; i < 2; i++) {
         if (is_tensor(arg[i])) {
             in[i] = ((TensorBase *)arg[i])->h;
             nd[i] = i == 1 && arg[1] == arg[0] ? 0 : shape_dims(((TensorBase *)arg[i])->shape, dims[i]);
+            continue;
+        }
+        if (is_number(arg[i])) {
+            int r = number_operand(arg[i], &in[i], &temps[i]);
+            if (r != 1) {
+                release_temps(temps, i);
+                return r;
+            }
+            nd[i] = 0;
             continue;
         }
         int64_t meta[LUCID_META_LEN];
