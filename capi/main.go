@@ -122,10 +122,18 @@ func shapeOf(ndim C.int32_t, p *C.int64_t) ([]int, error) {
 	if ndim < 0 || ndim > tensor.MaxDims {
 		return nil, errs.Valuef("number of dims %d out of range [0, %d]", int(ndim), tensor.MaxDims)
 	}
+	return shapeInto(make([]int, int(ndim)), ndim, p)
+}
+
+// shapeInto is shapeOf into buf (room for tensor.MaxDims dims).
+func shapeInto(buf []int, ndim C.int32_t, p *C.int64_t) ([]int, error) {
+	if ndim < 0 || int(ndim) > len(buf) {
+		return nil, errs.Valuef("number of dims %d out of range [0, %d]", int(ndim), tensor.MaxDims)
+	}
 	if ndim > 0 && p == nil {
 		return nil, errs.Valuef("shape pointer is NULL")
 	}
-	shape := make([]int, int(ndim))
+	shape := buf[:ndim]
 	for i, d := range unsafe.Slice(p, int(ndim)) {
 		shape[i] = int(d)
 	}
@@ -189,15 +197,31 @@ func lucid_tensor_new(dt C.int32_t, ndim C.int32_t, shape *C.int64_t, out *C.luc
 	})
 }
 
+// bufferReturned is every loan's release (tensor.LendStorage): the token
+// goes back to the host through the buffer queue.
+func bufferReturned(token int64, n int) {
+	borrowedCount.Add(-1)
+	borrowedBytes.Add(-int64(n))
+	noteFreed()
+	bufferQueue.push(token)
+}
+
 //export lucid_tensor_borrow
 func lucid_tensor_borrow(base unsafe.Pointer, nbytes C.int64_t, dt C.int32_t, ndim C.int32_t, shape *C.int64_t,
 	strides *C.int64_t, offset C.int64_t, readonly C.int32_t, token C.int64_t, out *C.lucid_tensor_info) C.int {
 	return call(func() error {
-		d, s, err := dtypeAndShape(dt, ndim, shape)
+		d, err := dtypeOf(dt)
 		if err != nil {
 			return err
 		}
-		st, err := shapeOf(ndim, strides)
+		// Shape and strides on the stack: the view copies them into its own
+		// allocation (this runs for every NumPy operand of a call).
+		var shapeBuf, strideBuf [tensor.MaxDims]int
+		s, err := shapeInto(shapeBuf[:], ndim, shape)
+		if err != nil {
+			return err
+		}
+		st, err := shapeInto(strideBuf[:], ndim, strides)
 		if err != nil {
 			return err
 		}
@@ -208,16 +232,9 @@ func lucid_tensor_borrow(base unsafe.Pointer, nbytes C.int64_t, dt C.int32_t, nd
 		if nbytes > 0 {
 			data = unsafe.Slice((*byte)(base), int(nbytes))
 		}
-		size := int64(nbytes)
-		tok := int64(token)
-		storage := tensor.BorrowStorage(data, readonly != 0, func() {
-			borrowedCount.Add(-1)
-			borrowedBytes.Add(-size)
-			noteFreed()
-			bufferQueue.push(tok)
-		})
+		storage := tensor.LendStorage(data, readonly != 0, int64(token), bufferReturned)
 		borrowedCount.Add(1)
-		borrowedBytes.Add(size)
+		borrowedBytes.Add(int64(nbytes))
 		maybeCollect(0)
 		t, err := tensor.NewSoleView(storage, d, s, st, int(offset))
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 /*
 #define LUCID_NO_PROTOTYPES
+#include <stdlib.h>
 #include "lucid.h"
 */
 import "C"
@@ -123,5 +124,25 @@ func stepLoopForm(n, iters int, form string) error {
 	}
 	lucid_release(leaves[0])
 	lucid_release(leaves[1])
+	return nil
+}
+
+// borrowLoop lends an n-element float32 buffer iters times, as _hot.c lends
+// a NumPy operand for one call (lucid_tensor_borrow), and releases each
+// handle: the Go side of from_numpy and of an ndarray operand. The buffer is
+// C memory, as NumPy's is; its tokens come back through the buffer queue.
+func borrowLoop(n, iters int) error {
+	buf := C.malloc(C.size_t(4 * n))
+	defer C.free(buf)
+	shape := [1]C.int64_t{C.int64_t(n)}
+	strides := [1]C.int64_t{1}
+	var info C.lucid_tensor_info
+	for i := 0; i < iters; i++ {
+		if rc := lucid_tensor_borrow(buf, C.int64_t(4*n), C.LUCID_FLOAT32, 1, &shape[0], &strides[0], 0, 0,
+			C.int64_t(i+1), &info); rc != 0 {
+			return fmt.Errorf("tensor_borrow: %d", rc)
+		}
+		lucid_release(info.handle)
+	}
 	return nil
 }

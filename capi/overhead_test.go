@@ -116,3 +116,12 @@ func TestHandleGenerationsStayPositive(t *testing.T) {
 		t.Fatalf("handle %x resolves to %v, %v", fresh, o, ok)
 	}
 }
+
+// The Go side of lending a NumPy buffer for one call (_hot.c's operands,
+// from_numpy).
+func BenchmarkBorrow1(b *testing.B) {
+	b.ReportAllocs()
+	if err := borrowLoop(1, b.N); err != nil {
+		b.Fatal(err)
+	}
+}

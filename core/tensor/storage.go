@@ -55,17 +55,22 @@ type Storage struct {
 // ownedMemory frees allocator memory exactly once: early (ReleaseHandle) or
 // from the storage's cleanup, whichever comes first.
 type ownedMemory struct {
-	done  atomic.Bool
-	free  func()         // from Allocator.Alloc, or nil with:
-	block BlockAllocator // FreeBlock(data) for memory from AllocBlock
-	data  []byte
+	done     atomic.Bool
+	free     func()                   // from Allocator.Alloc or BorrowStorage, or nil with:
+	returned func(token int64, n int) // LendStorage's (token, bytes), or nil with:
+	block    BlockAllocator           // FreeBlock(data) for memory from AllocBlock
+	data     []byte
+	token    int64
 }
 
 func (m *ownedMemory) release() {
 	if m.done.CompareAndSwap(false, true) {
-		if m.free != nil {
+		switch {
+		case m.free != nil:
 			m.free()
-		} else {
+		case m.returned != nil:
+			m.returned(m.token, len(m.data))
+		default:
 			m.block.FreeBlock(m.data)
 		}
 		m.data = nil
@@ -350,14 +355,30 @@ type paddedStorage struct {
 // to backward, a from_numpy result dropped at once) and released early, and
 // registering a cleanup cost more than the rest of the borrow.
 func BorrowStorage(data []byte, readOnly bool, release func()) *Storage {
-	s := &Storage{data: data, readOnly: readOnly}
-	if release != nil {
-		s.owned = &ownedMemory{free: release}
-		if len(data) <= youngBytes {
-			young.add(s)
-		} else {
-			addCleanup(s)
-		}
+	if release == nil {
+		return &Storage{data: data, readOnly: readOnly}
+	}
+	return lent(data, readOnly, &ownedMemory{free: release})
+}
+
+// LendStorage is BorrowStorage for a host that tracks its loans by token:
+// returned(token, len(data)) runs once, when BorrowStorage's release would.
+// returned should be a plain function, not a closure: then a loan allocates
+// no release function (a NumPy operand is lent for every call that takes
+// one).
+func LendStorage(data []byte, readOnly bool, token int64, returned func(token int64, n int)) *Storage {
+	if returned == nil {
+		return &Storage{data: data, readOnly: readOnly}
+	}
+	return lent(data, readOnly, &ownedMemory{returned: returned, token: token, data: data})
+}
+
+func lent(data []byte, readOnly bool, m *ownedMemory) *Storage {
+	s := &Storage{data: data, readOnly: readOnly, owned: m}
+	if len(data) <= youngBytes {
+		young.add(s)
+	} else {
+		addCleanup(s)
 	}
 	return s
 }

@@ -180,10 +180,10 @@ func viewOfStorage(s *Storage, dt dtype.Dtype, shape, strides []int, offset int,
 		return nil, errs.Typef("unsupported dtype %v", dt)
 	}
 	if len(strides) != len(shape) {
-		return nil, errs.Valuef("strides %v do not match shape %v", strides, shape)
+		return nil, errs.Valuef("strides %v do not match shape %v", slices.Clone(strides), slices.Clone(shape))
 	}
 	if s == nil {
-		return nil, errs.Valuef("view (shape %v) has no storage", shape)
+		return nil, errs.Valuef("view (shape %v) has no storage", slices.Clone(shape))
 	}
 	n, err := Numel(shape)
 	if err != nil {
@@ -205,7 +205,7 @@ func viewOfStorage(s *Storage, dt dtype.Dtype, shape, strides []int, offset int,
 	}
 	if lo < 0 || hi >= s.Len()/dt.Size() {
 		return nil, errs.Valuef("view (shape %v, strides %v, offset %d) reaches outside its storage of %d %v elements",
-			shape, strides, offset, s.Len()/dt.Size(), dt)
+			slices.Clone(shape), slices.Clone(strides), offset, s.Len()/dt.Size(), dt)
 	}
 	return t, nil
 }
