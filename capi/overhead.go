@@ -146,3 +146,30 @@ func borrowLoop(n, iters int) error {
 	}
 	return nil
 }
+
+// scalarLoop is callLoop with a Python float as b: its weak 0-d tensor made
+// per call (lucid_scalar, as _hot.c's number_operand does) and released
+// with the result.
+func scalarLoop(n, iters int) error {
+	var info C.lucid_tensor_info
+	shape := []C.int64_t{C.int64_t(n)}
+	if rc := lucid_tensor_new(C.LUCID_FLOAT32, 1, &shape[0], &info); rc != 0 {
+		return fmt.Errorf("tensor_new: %d", rc)
+	}
+	x := info.handle
+	id := opID("minimum")
+	var meta [C.LUCID_META_LEN]C.int64_t
+	for i := 0; i < iters; i++ {
+		if rc := lucid_scalar(C.LUCID_FLOAT64, 0.5, 0, &info); rc != 0 {
+			return fmt.Errorf("scalar: %d", rc)
+		}
+		in := [2]C.int64_t{x, info.handle}
+		if rc := lucid_op(id, &in[0], 2, nil, 0, 0, &meta[0]); rc != 0 {
+			return fmt.Errorf("minimum: %d", rc)
+		}
+		lucid_release(meta[0])
+		lucid_release(info.handle)
+	}
+	lucid_release(x)
+	return nil
+}

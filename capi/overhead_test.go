@@ -125,3 +125,12 @@ func BenchmarkBorrow1(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// minimum(t, 0.5) from Python: the number's weak scalar, the op, and both
+// releases.
+func BenchmarkCallMinimumScalar1(b *testing.B) {
+	b.ReportAllocs()
+	if err := scalarLoop(1, b.N); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/errs"
 	"github.com/pylucid/pylucid/core/ops"
@@ -148,4 +149,35 @@ func TestTwoWrappedOperandsGiveTheCategoryDefault(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.want, y.Dtype())
 	}
+}
+
+// A Python float operand is converted to the op's float dtype without a
+// kernel call (Tensor.FloatScalarTo, in the ops' input casts): its bits equal
+// the cast kernels' (cpu and ref) for every float pair, NaN payloads, signed
+// zeros, subnormals and values halfway between float16/bfloat16 neighbours
+// included.
+func TestFloatScalarToMatchesTheCastKernels(t *testing.T) {
+	values := []float64{0, math.Copysign(0, -1), 1, -2.5, 1.0 / 3, 65504, 65520, 1e-8, 6e-8, -3e-39,
+		math.Inf(1), math.Inf(-1), math.NaN(), math.Float64frombits(0x7ff0000000000123),
+		math.Float64frombits(0xfff8000000000456), 1 + 1.0/2048, 1 + 3.0/2048, 1 + 1.0/256, 3.4028235677973366e38, 1e300}
+	floats := []dtype.Dtype{dtype.Float64, dtype.Float32, dtype.Float16, dtype.BFloat16}
+	for _, from := range floats {
+		for _, to := range floats {
+			for _, v := range values {
+				src := must(t)(tensor.Scalar(from, v))
+				got := must(t)(src.FloatScalarTo(to))
+				require.Equal(t, to, got.Dtype())
+				require.Equal(t, 0, got.Ndim())
+				for _, be := range []backend.IBackend{cpuBackend, refBackend} {
+					want := must(t)(tensor.New(to, nil))
+					require.NoError(t, be.Cast(want, src))
+					assert.Equal(t, want.Bits(), got.Bits(), "%v -> %v of %v on %s", from, to, v, be.Name())
+				}
+			}
+		}
+	}
+	_, err := must(t)(tensor.Scalar(dtype.Float32, 1)).FloatScalarTo(dtype.Int32)
+	assert.Error(t, err)
+	_, err = must(t)(tensor.New(dtype.Float32, []int{2})).FloatScalarTo(dtype.Float64)
+	assert.Error(t, err)
 }

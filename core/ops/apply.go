@@ -164,6 +164,9 @@ func castInput(c *Context, t *tensor.Tensor, dt dtype.Dtype) (*tensor.Tensor, er
 	if c.GradEnabled && t.RequiresGrad() {
 		return Cast(c, t, dt)
 	}
+	if t.IsWrappedNumber() && t.Dtype().IsFloat() && dt.IsFloat() {
+		return t.FloatScalarTo(dt) // a Python float: no kernel call for one element
+	}
 	return castPlain(c, t, dt)
 }
 

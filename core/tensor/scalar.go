@@ -99,3 +99,18 @@ func magnitudeBits(m int64, exp int) int {
 	}
 	return bits.Len64(u) + exp
 }
+
+// FloatScalarTo converts the 0-d floating tensor t to a new 0-d tensor of
+// floating dtype dt, rounding as a cast kernel does (CastFloat): what an op
+// does to a Python float operand before its kernel, without a kernel call.
+func (t *Tensor) FloatScalarTo(dt dtype.Dtype) (*Tensor, error) {
+	if len(t.shape) != 0 || !t.dtype.IsFloat() || !dt.IsFloat() {
+		return nil, errs.Valuef("FloatScalarTo needs a 0-d floating tensor and a floating dtype, got %v to %v", t.dtype, dt)
+	}
+	out, err := New(dt, nil)
+	if err != nil {
+		return nil, err
+	}
+	CastFloat(dt, t.dtype, out.ElementPointer(0), t.ElementPointer(0))
+	return out, nil
+}
