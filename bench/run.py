@@ -402,7 +402,8 @@ def main() -> int:
         y = rng.standard_normal(size).astype(np.float32)
         tx, ty = pylucid.from_numpy(x), pylucid.from_numpy(y)
         fns = {"pl": lambda: ops.minimum(tx, ty), "np": lambda: np.minimum(x, y),
-               "pl_nd": lambda: ops.minimum(x, y)}
+               "pl_nd": lambda: ops.minimum(x, y), "pl_sc": lambda: ops.minimum(tx, 0.5),
+               "np_sc": lambda: np.minimum(x, 0.5)}
         if torch is not None:
             px, py = torch.from_numpy(x), torch.from_numpy(y)
             fns["th"] = lambda: torch.minimum(px, py)
@@ -413,6 +414,9 @@ def main() -> int:
             met=t_pl <= 1.5 * t_np and (t_th is None or t_pl <= t_th))
         row("%d elems forward, ndarray a, b (per call)" % size, t["pl_nd"], t_np, "report (vs two Tensors)", t_th,
             "%.2f us, %.2fx two Tensors" % (t["pl_nd"] * 1e6, t["pl_nd"] / t_pl))
+        row("%d elems forward, Python float b (per call)" % size, t["pl_sc"], t["np_sc"],
+            "report (NumPy: np.minimum(x, 0.5))", None,
+            "%.2f us, %.2fx two Tensors" % (t["pl_sc"] * 1e6, t["pl_sc"] / t_pl))
         lx = pylucid.from_numpy(x, requires_grad=True)
         ly = pylucid.from_numpy(y, requires_grad=True)
         g_nd = np.ones(size, np.float32)

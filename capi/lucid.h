@@ -211,6 +211,12 @@ int lucid_tensor_new(int32_t dtype, int32_t ndim, const int64_t *shape, lucid_te
 int lucid_tensor_borrow(void *base, int64_t nbytes, int32_t dtype, int32_t ndim, const int64_t *shape,
                         const int64_t *strides, int64_t offset, int32_t readonly, int64_t token,
                         lucid_tensor_info *out);
+/* A new contiguous tensor holding a copy of the nbytes bytes at data (the
+ * C-contiguous elements of that dtype and shape; nbytes must be their exact
+ * size). For a small host array given for one call, a copy costs less than
+ * a loan (no token to hand back). */
+int lucid_tensor_copy(const void *data, int64_t nbytes, int32_t dtype, int32_t ndim, const int64_t *shape,
+                      lucid_tensor_info *out);
 /* A 0-d "wrapped number" (a host-language scalar: weak in promotion). For
  * integer and bool dtypes ivalue is used, else fvalue. */
 int lucid_scalar(int32_t dtype, double fvalue, int64_t ivalue, lucid_tensor_info *out);

@@ -19,6 +19,7 @@ import "C"
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -244,6 +245,40 @@ func lucid_tensor_borrow(base unsafe.Pointer, nbytes C.int64_t, dt C.int32_t, nd
 	})
 }
 
+//export lucid_tensor_copy
+func lucid_tensor_copy(data unsafe.Pointer, nbytes C.int64_t, dt C.int32_t, ndim C.int32_t, shape *C.int64_t,
+	out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		d, err := dtypeOf(dt)
+		if err != nil {
+			return err
+		}
+		var shapeBuf [tensor.MaxDims]int
+		s, err := shapeInto(shapeBuf[:], ndim, shape)
+		if err != nil {
+			return err
+		}
+		n, err := tensor.Numel(s)
+		if err != nil {
+			return err
+		}
+		if n > math.MaxInt64/d.Size() || int64(nbytes) != int64(n*d.Size()) {
+			return errs.Valuef("copy of %d bytes for %d elements of %v", int64(nbytes), n, d)
+		}
+		if nbytes > 0 && data == nil {
+			return errs.Valuef("copy source pointer is NULL")
+		}
+		t, err := tensor.Empty(d, s)
+		if err != nil {
+			return err
+		}
+		if nbytes > 0 {
+			copy(t.Storage().Bytes(), unsafe.Slice((*byte)(data), int(nbytes)))
+		}
+		return fill(out, t)
+	})
+}
+
 //export lucid_scalar
 func lucid_scalar(dt C.int32_t, fv C.double, iv C.int64_t, out *C.lucid_tensor_info) C.int {
 	return call(func() error {
@@ -252,15 +287,21 @@ func lucid_scalar(dt C.int32_t, fv C.double, iv C.int64_t, out *C.lucid_tensor_i
 			return err
 		}
 		var t *tensor.Tensor
-		if d.IsFloat() {
-			t, err = tensor.Scalar(d, float64(fv))
-		} else {
-			t, err = tensor.FromInt64s(d, nil, []int64{int64(iv)})
+		switch {
+		case d.IsFloat():
+			t, err = tensor.WrappedScalar(d, float64(fv))
+		case d == dtype.Bool:
+			var v float64
+			if iv != 0 {
+				v = 1
+			}
+			t, err = tensor.WrappedScalar(d, v)
+		default:
+			if t, err = tensor.FromInt64s(d, nil, []int64{int64(iv)}); err == nil {
+				t, err = t.AsWrappedNumber()
+			}
 		}
 		if err != nil {
-			return err
-		}
-		if t, err = t.AsWrappedNumber(); err != nil {
 			return err
 		}
 		return fill(out, t)

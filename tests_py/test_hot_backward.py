@@ -379,3 +379,55 @@ def test_threads():
     for t in ts:
         t.join()
     assert not errors, errors
+
+
+
+def _is_lent(arr):
+    from pylucid import _runtime
+
+    return any(v is arr for v in _runtime._borrowed.values())
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (2, 3), (0,), (4, 16)])
+def test_small_contiguous_gradient_is_copied_not_lent(shape):
+    # An ndarray gradient of at most 256 bytes, C-contiguous, is copied into
+    # the library (lucid_tensor_copy): it never enters the table of lent
+    # buffers. Larger or non-contiguous ones are lent (whether one is still
+    # in the table right after depends on the batch of dropped handles); all
+    # give the Python path's gradients bit for bit.
+    n = int(np.prod(shape))
+    a, b = _pair(max(n, 1))
+    a, b = a[:n].reshape(shape), b[:n].reshape(shape)
+    g = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    got = _run_backward(a, b, g, python=False)
+    assert not _is_lent(g)
+    assert got == _run_backward(a, b, g, python=True)
+    fortran = np.asfortranarray(np.random.default_rng(4).standard_normal((3, 5)).astype(np.float32))
+    for lent in [np.ones(1000, np.float32), fortran]:
+        sa, sb = (x.reshape(lent.shape) for x in _pair(lent.size))
+        assert _run_backward(sa, sb, lent, python=False) == _run_backward(sa, sb, lent, python=True)
+
+
+def test_tensor_copy_rejects_bad_input_with_a_message():
+    # lucid_tensor_copy, the C API behind a copied gradient: a wrong byte
+    # count, a NULL source, an unknown dtype or too many dims is an error
+    # status with a message, and nothing is made; good input copies.
+    from pylucid._lib import error_message, ffi, lib
+
+    info = ffi.new("lucid_tensor_info*")
+    shape = ffi.new("int64_t[]", [2, 3])
+    src = np.arange(6, dtype=np.float32)
+    data = ffi.cast("void*", src.ctypes.data)
+    before = pylucid._stats()["handles"]
+    for args, message in [((data, 20, lib.LUCID_FLOAT32, 2, shape), "copy of 20 bytes"),
+                          ((ffi.NULL, 24, lib.LUCID_FLOAT32, 2, shape), "NULL"),
+                          ((data, 24, 99, 2, shape), "dtype"),
+                          ((data, 24, lib.LUCID_FLOAT32, 99, shape), "dims")]:
+        rc = lib.lucid_tensor_copy(*args, info)
+        assert rc != 0
+        assert message in error_message()
+    assert pylucid._stats()["handles"] == before
+    assert lib.lucid_tensor_copy(data, 24, lib.LUCID_FLOAT32, 2, shape, info) == 0
+    t = _tensor_mod._wrap(info)
+    src[:] = -1  # a copy: the tensor keeps the values it was given
+    np.testing.assert_array_equal(t.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3))

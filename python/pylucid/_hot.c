@@ -1030,19 +1030,32 @@ static PyObject *borrowed;    /* _runtime._borrowed: token -> owner, until drain
 static int64_t next_token = (int64_t)1 << 62; /* above the Python side's itertools.count */
 static int ndarray_ok;        /* the probe matched the layout */
 
+/* arr's fields when it is an exact ndarray of a registered native dtype
+ * with at most LUCID_MAX_DIMS dims (*k: the dtype's index in np_descrs),
+ * else NULL: the arrays the C path takes (lent, copied or written). */
+static np_fields *native_ndarray(PyObject *arr, int *k) {
+    if (!ndarray_ok || forked || Py_TYPE(arr) != ndarray_type) {
+        return NULL;
+    }
+    np_fields *a = (np_fields *)arr;
+    if (a->nd < 0 || a->nd > LUCID_MAX_DIMS) {
+        return NULL;
+    }
+    for (*k = 0; *k < n_np_dtypes; (*k)++) {
+        if (np_descrs[*k] == a->descr) {
+            return a;
+        }
+    }
+    return NULL;
+}
+
 /* Lends arr's memory to the library (lucid_tensor_borrow) and fills meta
  * as lucid_op would for the new tensor. Returns 1 done, 0 when the array
  * needs the Python path, -1 with an exception set. */
 static int lend_ndarray(PyObject *arr, int64_t *meta) {
-    if (!ndarray_ok || forked || Py_TYPE(arr) != ndarray_type) {
-        return 0;
-    }
-    np_fields *a = (np_fields *)arr;
-    int k = 0;
-    while (k < n_np_dtypes && np_descrs[k] != a->descr) {
-        k++;
-    }
-    if (k == n_np_dtypes || a->nd < 0 || a->nd > LUCID_MAX_DIMS) {
+    int k;
+    np_fields *a = native_ndarray(arr, &k);
+    if (a == NULL) {
         return 0;
     }
     int nd = a->nd;
@@ -1104,18 +1117,9 @@ static int lend_ndarray(PyObject *arr, int64_t *meta) {
  * for LUCID_MAX_DIMS each) as its arrays, and returns 1; else 0: the Python
  * path (out_desc), which converts or raises as before (docs/semantics.md). */
 static int ndarray_out(PyObject *o, lucid_out *d, int64_t *shape, int64_t *strides) {
-    if (!ndarray_ok || Py_TYPE(o) != ndarray_type) {
-        return 0;
-    }
-    np_fields *a = (np_fields *)o;
-    if (!(a->flags & NP_WRITEABLE) || a->nd < 0 || a->nd > LUCID_MAX_DIMS) {
-        return 0;
-    }
-    int k = 0;
-    while (k < n_np_dtypes && np_descrs[k] != a->descr) {
-        k++;
-    }
-    if (k == n_np_dtypes) {
+    int k;
+    np_fields *a = native_ndarray(o, &k);
+    if (a == NULL || !(a->flags & NP_WRITEABLE)) {
         return 0;
     }
     int64_t isz = np_sizes[k];
@@ -1260,9 +1264,61 @@ static int drain_pending(void) {
     return 0;
 }
 
+/* Arrays of at most this many bytes given as a gradient are copied, not
+ * lent (copy_small_ndarray). */
+#define GRAD_COPY_BYTES 256
+
+/* A C-contiguous exact ndarray of a registered native dtype and at most
+ * GRAD_COPY_BYTES bytes, copied into a new tensor (lucid_tensor_copy): for a
+ * gradient given to backward a copy costs less than a loan, whose token
+ * goes through a dict and comes back through the buffer queue, and the
+ * values are the same (backward only reads a gradient). Returns 1 (*h its
+ * handle, *temp its release in the batch of dropped small tensors), 0 when
+ * arr is not such an array (nothing made), -1 with an exception set. */
+static int copy_small_ndarray(PyObject *arr, int64_t *h, int64_t *temp) {
+    int k;
+    np_fields *a = native_ndarray(arr, &k);
+    if (a == NULL) {
+        return 0;
+    }
+    int64_t isz = np_sizes[k], n = 1, shape[LUCID_MAX_DIMS];
+    int empty = 0;
+    for (int i = 0; i < a->nd; i++) {
+        shape[i] = a->dimensions[i];
+        empty |= shape[i] == 0;
+    }
+    for (int i = a->nd - 1; i >= 0 && !empty; i--) { /* C-contiguous (an empty array's strides do not matter), */
+        if (shape[i] > GRAD_COPY_BYTES || (shape[i] != 1 && a->strides[i] != n * isz)) {
+            return 0;
+        }
+        n *= shape[i];
+        if (n * isz > GRAD_COPY_BYTES) { /* and small: checked before the product can grow past it */
+            return 0;
+        }
+    }
+    if (empty) {
+        n = 0;
+    }
+    lucid_tensor_info info;
+    int rc = lucid_tensor_copy(a->data, n * isz, np_codes[k], a->nd, shape, &info);
+    if (rc) {
+        status_error(rc);
+        return -1;
+    }
+    *h = info.handle;
+    *temp = -info.handle;
+    if (info.pending && drain_pending() < 0) {
+        lucid_release(info.handle);
+        *temp = 0;
+        return -1;
+    }
+    return 1;
+}
+
 /* The gradient handle for g in a backward call: a Tensor's own (*temp 0),
- * None (0), or an exact ndarray lent for the call (*temp: the new handle,
- * released by the caller). Returns 1, 0 for the Python path, -1 on error. */
+ * None (0), a small ndarray's copy (copy_small_ndarray) or another exact
+ * ndarray lent for the call (*temp: the new handle, released by the caller).
+ * Returns 1, 0 for the Python path, -1 on error. */
 static int grad_handle(PyObject *g, int64_t *h, int64_t *temp) {
     *temp = 0;
     if (g == Py_None) {
@@ -1272,6 +1328,10 @@ static int grad_handle(PyObject *g, int64_t *h, int64_t *temp) {
     if (is_tensor(g)) {
         *h = ((TensorBase *)g)->h;
         return 1;
+    }
+    int c = copy_small_ndarray(g, h, temp);
+    if (c != 0) {
+        return c;
     }
     int64_t meta[LUCID_META_LEN];
     int r = lend_ndarray(g, meta);
