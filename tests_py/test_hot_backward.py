@@ -431,3 +431,18 @@ def test_tensor_copy_rejects_bad_input_with_a_message():
     t = _tensor_mod._wrap(info)
     src[:] = -1  # a copy: the tensor keeps the values it was given
     np.testing.assert_array_equal(t.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3))
+
+
+def test_grad_treats_small_and_large_ndarray_gradients_alike():
+    # autograd.grad lends every ndarray gradient (only backward copies small
+    # ones): a result that is the given gradient itself (here y = x + 0)
+    # shares the array's memory whatever its size, as on the Python path
+    # (found by review: a copied small gradient made this depend on size).
+    seen = []
+    for n in (4, 1000):
+        x = pylucid.from_numpy(np.ones(n, np.float32), requires_grad=True)
+        g = np.full(n, 2.0, np.float32)
+        (gx,) = autograd.grad(x + 0.0, x, g)
+        g[:] = 5.0
+        seen.append(float(gx.numpy()[0]))
+    assert seen[0] == seen[1], seen

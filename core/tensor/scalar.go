@@ -3,6 +3,7 @@ package tensor
 import (
 	"math"
 	"math/bits"
+	"runtime"
 
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/errs"
@@ -112,5 +113,6 @@ func (t *Tensor) FloatScalarTo(dt dtype.Dtype) (*Tensor, error) {
 		return nil, err
 	}
 	CastFloat(dt, t.dtype, out.ElementPointer(0), t.ElementPointer(0))
+	runtime.KeepAlive(t) // read through a raw pointer: t's storage must live until here
 	return out, nil
 }

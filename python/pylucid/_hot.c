@@ -609,6 +609,11 @@ static int number_operand(PyObject *x, int64_t *h, int64_t *temp) {
     }
     *h = info.handle;
     *temp = -info.handle;
+    if (info.pending && drain_pending() < 0) {
+        lucid_release(info.handle);
+        *temp = 0;
+        return -1;
+    }
     return 1;
 }
 
@@ -1272,7 +1277,8 @@ static int drain_pending(void) {
  * GRAD_COPY_BYTES bytes, copied into a new tensor (lucid_tensor_copy): for a
  * gradient given to backward a copy costs less than a loan, whose token
  * goes through a dict and comes back through the buffer queue, and the
- * values are the same (backward only reads a gradient). Returns 1 (*h its
+ * values are the same (backward only reads it, and a leaf's .grad is a copy
+ * either way). Returns 1 (*h its
  * handle, *temp its release in the batch of dropped small tensors), 0 when
  * arr is not such an array (nothing made), -1 with an exception set. */
 static int copy_small_ndarray(PyObject *arr, int64_t *h, int64_t *temp) {
@@ -1316,10 +1322,13 @@ static int copy_small_ndarray(PyObject *arr, int64_t *h, int64_t *temp) {
 }
 
 /* The gradient handle for g in a backward call: a Tensor's own (*temp 0),
- * None (0), a small ndarray's copy (copy_small_ndarray) or another exact
- * ndarray lent for the call (*temp: the new handle, released by the caller).
- * Returns 1, 0 for the Python path, -1 on error. */
-static int grad_handle(PyObject *g, int64_t *h, int64_t *temp) {
+ * None (0), with copy a small ndarray's copy (copy_small_ndarray), or
+ * another exact ndarray lent for the call (*temp: the new handle, released
+ * by the caller). Only backward copies: it clones a leaf's gradient from
+ * the caller's memory anyway, while autograd.grad may return the gradient
+ * it was given, which aliases the caller's array when it is lent, as on the
+ * Python path. Returns 1, 0 for the Python path, -1 on error. */
+static int grad_handle(PyObject *g, int copy, int64_t *h, int64_t *temp) {
     *temp = 0;
     if (g == Py_None) {
         *h = 0;
@@ -1329,7 +1338,7 @@ static int grad_handle(PyObject *g, int64_t *h, int64_t *temp) {
         *h = ((TensorBase *)g)->h;
         return 1;
     }
-    int c = copy_small_ndarray(g, h, temp);
+    int c = copy ? copy_small_ndarray(g, h, temp) : 0;
     if (c != 0) {
         return c;
     }
@@ -1408,6 +1417,11 @@ static int number_grad(PyObject *t, PyObject *g, int64_t *h, int64_t *temp) {
     }
     *h = info.handle;
     *temp = -info.handle; /* 0-d: released in the batch of dropped small tensors */
+    if (info.pending && drain_pending() < 0) {
+        lucid_release(info.handle);
+        *temp = 0;
+        return -1;
+    }
     return 1;
 }
 
@@ -1426,7 +1440,7 @@ static PyObject *hot_backward_grad(PyObject *mod, PyObject *args) {
     }
     int32_t mode;
     int64_t gh, temp;
-    int r = PyFloat_CheckExact(g) ? number_grad(t, g, &gh, &temp) : grad_handle(g, &gh, &temp);
+    int r = PyFloat_CheckExact(g) ? number_grad(t, g, &gh, &temp) : grad_handle(g, 1, &gh, &temp);
     if (r <= 0) {
         if (r == 0) {
             Py_RETURN_NOTIMPLEMENTED;
@@ -1489,7 +1503,7 @@ static PyObject *hot_grad_run(PyObject *mod, PyObject *args) {
     }
     if (gouts != Py_None) {
         for (Py_ssize_t i = 0; i < n; i++) {
-            int r = grad_handle(PyTuple_GetItem(gouts, i), &gh[i], &temps[i]);
+            int r = grad_handle(PyTuple_GetItem(gouts, i), 0, &gh[i], &temps[i]);
             if (r <= 0) {
                 release_temps(temps, i);
                 if (r == 0) {
