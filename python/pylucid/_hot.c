@@ -573,6 +573,27 @@ static int lend_ndarray(PyObject *arr, int64_t *meta);
 static void release_temps(const int64_t *temps, Py_ssize_t n);
 static int lent_temp(const int64_t *meta, int64_t *temp);
 
+/* The end of making a small temporary tensor in C (a number's scalar, a
+ * copied or number gradient) by a call that returned rc and filled info:
+ * rc's error raised, else *h the new handle, *temp its release in the batch
+ * of dropped small tensors, and the buffer queue drained when the library
+ * says items wait. Returns 1, or -1 with an exception set (nothing left
+ * made). */
+static int small_temp(int rc, const lucid_tensor_info *info, int64_t *h, int64_t *temp) {
+    if (rc) {
+        status_error(rc);
+        return -1;
+    }
+    *h = info->handle;
+    *temp = -info->handle;
+    if (info->pending && drain_pending() < 0) {
+        lucid_release(info->handle);
+        *temp = 0;
+        return -1;
+    }
+    return 1;
+}
+
 /* A Python float, int or bool (exact types, not NumPy scalars). */
 static int is_number(PyObject *o) { return PyFloat_CheckExact(o) || PyLong_CheckExact(o) || PyBool_Check(o); }
 
@@ -603,18 +624,7 @@ static int number_operand(PyObject *x, int64_t *h, int64_t *temp) {
         }
         rc = lucid_scalar_int(v, 0, &info);
     }
-    if (rc) {
-        status_error(rc);
-        return -1;
-    }
-    *h = info.handle;
-    *temp = -info.handle;
-    if (info.pending && drain_pending() < 0) {
-        lucid_release(info.handle);
-        *temp = 0;
-        return -1;
-    }
-    return 1;
+    return small_temp(rc, &info, h, temp);
 }
 
 /* The handles of a binary op's operands: a Tensor's own (temps[i] 0), an
@@ -1307,18 +1317,7 @@ static int copy_small_ndarray(PyObject *arr, int64_t *h, int64_t *temp) {
     }
     lucid_tensor_info info;
     int rc = lucid_tensor_copy(a->data, n * isz, np_codes[k], a->nd, shape, &info);
-    if (rc) {
-        status_error(rc);
-        return -1;
-    }
-    *h = info.handle;
-    *temp = -info.handle;
-    if (info.pending && drain_pending() < 0) {
-        lucid_release(info.handle);
-        *temp = 0;
-        return -1;
-    }
-    return 1;
+    return small_temp(rc, &info, h, temp);
 }
 
 /* The gradient handle for g in a backward call: a Tensor's own (*temp 0),
@@ -1411,23 +1410,13 @@ static int number_grad(PyObject *t, PyObject *g, int64_t *h, int64_t *temp) {
     }
     lucid_tensor_info info;
     int rc = lucid_scalar(code, v, 0, &info);
-    if (rc) {
-        status_error(rc);
-        return -1;
-    }
-    *h = info.handle;
-    *temp = -info.handle; /* 0-d: released in the batch of dropped small tensors */
-    if (info.pending && drain_pending() < 0) {
-        lucid_release(info.handle);
-        *temp = 0;
-        return -1;
-    }
-    return 1;
+    return small_temp(rc, &info, h, temp);
 }
 
 /* backward_grad(t, g, flags): t.backward(g) with g a Tensor or an ndarray
- * (lent for the call), flags lucid.h's (retain_graph); None when done, a Run
- * stopped at a Python Function, or NotImplemented for the Python path. */
+ * (lent for the call, or copied when small: grad_handle), flags lucid.h's
+ * (retain_graph); None when done, a Run stopped at a Python Function, or
+ * NotImplemented for the Python path. */
 static PyObject *hot_backward_grad(PyObject *mod, PyObject *args) {
     (void)mod;
     PyObject *t, *g;
