@@ -444,3 +444,56 @@ def test_python_number_operand_of_a_graph() -> None:
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 1.0])  # the tie at 2.0 goes to x
     np.testing.assert_array_equal(y.detach().numpy(), [1.0, 2.0, 2.0])
+
+
+def test_arrays_lent_from_c_are_kept_until_their_tokens_come_back() -> None:
+    """_hot.c keeps the arrays it lends in its own slot table (not the
+    borrowed dict): each is held while the library may read it, every one of
+    them goes back once its tensors are gone, and tokens that are not live
+    ones change nothing."""
+    from pylucid import _runtime
+
+    arrs = [np.full(3, i, np.float32) for i in range(300)]  # more than the table's first 64 slots
+    rc = [sys.getrefcount(a) for a in arrs]
+    ts = [pylucid.from_numpy(a) for a in arrs]
+    assert [sys.getrefcount(a) for a in arrs] == [r + 1 for r in rc]  # the table's reference
+    owners = _runtime.borrowed_owners()
+    assert all(any(o is a for o in owners) for a in arrs)
+    owners = None
+    hot.return_lent([0, -1, 1, 2**61 - 1, 2**62, 2**63 - 1, 2**61 + (5 << 32)])  # no live token among them
+    with pytest.raises(TypeError):
+        hot.return_lent((1, 2))
+    with pytest.raises(TypeError):
+        hot.return_lent(["1"])
+    gc.collect()
+    for i, t in enumerate(ts):
+        np.testing.assert_array_equal(t.numpy(), np.full(3, i, np.float32))
+    assert [sys.getrefcount(a) for a in arrs] == [r + 1 for r in rc]
+    t = ts = None
+    _settled_borrowed()
+    pylucid.from_numpy(np.zeros(1, np.float32))  # a call after the last release drains the queue
+    _settled_borrowed()
+    assert [sys.getrefcount(a) for a in arrs] == rc
+    assert not any(o is a for o in _runtime.borrowed_owners() for a in arrs)
+
+
+def test_last_reference_to_a_lent_array_may_run_python_code() -> None:
+    """The table's reference may be an array's last: letting it go frees
+    the array's base, whose __del__ may call the library again (here an op
+    on lent arrays). Nothing deadlocks or loses a release, whichever drain
+    (C's or Python's) hands the token back."""
+    ran = []
+
+    class Buffer(bytearray):
+        def __del__(self) -> None:
+            ran.append(float(ops.minimum(np.ones(2, np.float32), np.full(2, 3.0, np.float32)).numpy()[0]))
+
+    for _ in range(200):
+        arr = np.frombuffer(Buffer(16), np.float32)
+        t = pylucid.from_numpy(arr)
+        arr = t = None
+        pylucid.from_numpy(np.zeros(1, np.float32))  # drains (C) what came back
+    _settled_borrowed()  # and the Python drain the rest
+    pylucid.from_numpy(np.zeros(1, np.float32))
+    _settled_borrowed()
+    assert ran == [1.0] * 200

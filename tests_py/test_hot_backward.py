@@ -385,7 +385,7 @@ def test_threads():
 def _is_lent(arr):
     from pylucid import _runtime
 
-    return any(v is arr for v in _runtime._borrowed.values())
+    return any(v is arr for v in _runtime.borrowed_owners())
 
 
 @pytest.mark.parametrize("shape", [(), (1,), (7,), (2, 3), (0,), (4, 16)])

@@ -16,6 +16,7 @@ from pylucid import ops
 import importlib
 
 _tensor_mod = importlib.import_module("pylucid.tensor")
+_runtime = importlib.import_module("pylucid._runtime")
 
 MB = 1 << 20
 
@@ -41,7 +42,7 @@ def _settle():
 def _counters():
     s = pylucid._stats()
     return {"handles": s["handles"], "borrowed": s["borrowed"], "c_bytes": s["c_bytes"],
-            "c_blocks": s["c_blocks"], "py_borrowed": len(_tensor_mod._borrowed),
+            "c_blocks": s["c_blocks"], "py_borrowed": len(_runtime.borrowed_owners()),
             "py_functions": len(_tensor_mod.functions)}
 
 

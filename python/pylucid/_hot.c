@@ -1041,9 +1041,115 @@ typedef struct {
 static PyObject *np_descrs[MAX_NP_DTYPES]; /* owned */
 static int np_codes[MAX_NP_DTYPES], np_sizes[MAX_NP_DTYPES];
 static int n_np_dtypes;
-static PyObject *borrowed;    /* _runtime._borrowed: token -> owner, until drain pops it */
-static int64_t next_token = (int64_t)1 << 62; /* above the Python side's itertools.count */
+static PyObject *borrowed;    /* _runtime._borrowed: token -> owner of what Python lent, until drain pops it */
 static int ndarray_ok;        /* the probe matched the layout */
+
+/* The owners of the arrays lend_ndarray lent, by token, until the token
+ * comes back through the buffer queue (drain_pending, or Python's drain
+ * via return_lent). A slot table under the GIL, not the borrowed dict: a
+ * loan then costs no int object, hash or dict entry (about a third of its
+ * C-side instructions went there). A token is LENT_TAG + (generation << 32)
+ * + slot: apart from the Python side's tokens (itertools.count from 1), and
+ * one that does not match its slot's generation is ignored (a leak, never
+ * another array's release). */
+#define LENT_TAG ((int64_t)1 << 61)
+#define LENT_GEN_BITS 24
+static PyObject **lent_owner; /* NULL: a free slot */
+static uint32_t *lent_gen, *lent_free; /* generations; the stack of free slots */
+static uint32_t lent_cap, lent_nfree, lent_used;
+
+static int is_lent_token(int64_t tok) { return tok >= LENT_TAG && tok < LENT_TAG + ((int64_t)1 << (32 + LENT_GEN_BITS)); }
+
+/* Keeps owner (a new reference) until its token comes back: *token the
+ * token. Returns 0, or -1 with MemoryError set (nothing kept). */
+static int lent_keep(PyObject *owner, int64_t *token) {
+    if (lent_nfree == 0) {
+        uint32_t cap = lent_cap ? lent_cap * 2 : 64;
+        if (cap <= lent_cap) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        PyObject **o = PyMem_Realloc(lent_owner, cap * sizeof *o);
+        if (o == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        lent_owner = o;
+        uint32_t *g = PyMem_Realloc(lent_gen, cap * sizeof *g);
+        if (g == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        lent_gen = g;
+        uint32_t *f = PyMem_Realloc(lent_free, cap * sizeof *f);
+        if (f == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        lent_free = f;
+        for (uint32_t i = cap; i > lent_cap; i--) { /* lowest slots on top */
+            lent_owner[i - 1] = NULL;
+            lent_gen[i - 1] = 0;
+            lent_free[lent_nfree++] = i - 1;
+        }
+        lent_cap = cap;
+    }
+    uint32_t slot = lent_free[--lent_nfree];
+    Py_INCREF(owner);
+    lent_owner[slot] = owner;
+    lent_used++;
+    *token = LENT_TAG + ((int64_t)lent_gen[slot] << 32) + slot;
+    return 0;
+}
+
+/* The owner kept under token (a reference the caller now owns), and the
+ * slot free again; NULL for a token that is not a live one. */
+static PyObject *lent_take(int64_t token) {
+    int64_t rel = token - LENT_TAG;
+    uint32_t slot = (uint32_t)(rel & 0xFFFFFFFF), gen = (uint32_t)(rel >> 32);
+    if (!is_lent_token(token) || slot >= lent_cap || lent_owner[slot] == NULL || lent_gen[slot] != gen) {
+        return NULL;
+    }
+    PyObject *owner = lent_owner[slot];
+    lent_owner[slot] = NULL;
+    lent_gen[slot] = (gen + 1) & ((1u << LENT_GEN_BITS) - 1);
+    lent_free[lent_nfree++] = slot;
+    lent_used--;
+    return owner;
+}
+
+/* return_lent(tokens): Python's drain hands back the tokens of this
+ * table it popped from the buffer queue (a list of ints); their owners are
+ * let go, other tokens ignored. */
+static PyObject *hot_return_lent(PyObject *mod, PyObject *tokens) {
+    (void)mod;
+    if (!PyList_Check(tokens)) {
+        PyErr_SetString(PyExc_TypeError, "return_lent: tokens must be a list of ints");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_Size(tokens); i++) {
+        long long tok = PyLong_AsLongLong(PyList_GetItem(tokens, i));
+        if (tok == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        Py_XDECREF(lent_take(tok));
+    }
+    Py_RETURN_NONE;
+}
+
+/* lent_owners(): the owners of the arrays lent from C still out (for
+ * tests and diagnostics: _runtime.borrowed_owners). */
+static PyObject *hot_lent_owners(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    PyObject *l = PyList_New(0);
+    for (uint32_t i = 0; l != NULL && i < lent_cap; i++) {
+        if (lent_owner[i] != NULL && PyList_Append(l, lent_owner[i]) < 0) {
+            Py_CLEAR(l);
+        }
+    }
+    return l;
+}
 
 /* arr's fields when it is an exact ndarray of a registered native dtype
  * with at most LUCID_MAX_DIMS dims (*k: the dtype's index in np_descrs),
@@ -1099,24 +1205,18 @@ static int lend_ndarray(PyObject *arr, int64_t *meta) {
         offset = -lo;
         span = (hi - lo + 1) * isz;
     }
-    int64_t token = next_token++;
-    PyObject *key = PyLong_FromLongLong(token);
-    if (key == NULL || PyDict_SetItem(borrowed, key, arr) < 0) {
-        Py_XDECREF(key);
+    int64_t token;
+    if (lent_keep(arr, &token) < 0) {
         return -1;
     }
     lucid_tensor_info info;
     int rc = lucid_tensor_borrow(base, span, np_codes[k], nd, shape, strides, offset,
                                  (a->flags & NP_WRITEABLE) == 0, token, &info);
     if (rc) {
-        if (PyDict_DelItem(borrowed, key) < 0) {
-            PyErr_Clear();
-        }
-        Py_DECREF(key);
+        Py_XDECREF(lent_take(token));
         status_error(rc);
         return -1;
     }
-    Py_DECREF(key);
     meta[0] = info.handle;
     meta[1] = (int64_t)(info.dtype & 0xFF) | ((int64_t)info.ndim << 8) |
               (info.requires_grad ? LUCID_META_REQUIRES_GRAD : 0) | (info.pending ? LUCID_META_PENDING : 0);
@@ -1216,11 +1316,13 @@ static PyObject *hot_set_ndarray(PyObject *mod, PyObject *args) {
 
 /* The library has items to hand back (LUCID_META_PENDING). Most often
  * they are tokens of NumPy arrays lent to it (this file's lend_ndarray, or
- * from_numpy): those are dropped from the borrowed dict here, without a
- * Python frame. Every 16th time, or when the buffer queue was empty, or when
- * a token's owner is anything else (a DLPack owner, whose release is
- * Python's business: that token is put back in the dict as it was), the
- * Python drain runs too, for the functions queue (docs/autograd.md). */
+ * the Python side's from_numpy): those are let go here, without a Python
+ * frame (lend_ndarray's from its slot table, the others from the borrowed
+ * dict). Every 16th time, or when the buffer queue was empty, or when a
+ * token's owner is anything else (a DLPack owner, whose release is
+ * Python's business: that token is handed to the Python drain, its entry
+ * left in the dict), the Python drain runs too, for the functions queue
+ * (docs/autograd.md). */
 static int drain_calls;
 
 static int drain_pending(void) {
@@ -1236,6 +1338,10 @@ static int drain_pending(void) {
     }
     PyObject *keep = NULL; /* owners that are not arrays: Python's to release */
     for (int32_t i = 0; i < n; i++) {
+        if (is_lent_token(items[i])) { /* lend_ndarray's */
+            Py_XDECREF(lent_take(items[i])); /* may free the array: nothing runs Python code there */
+            continue;
+        }
         PyObject *key = PyLong_FromLongLong(items[i]);
         if (key == NULL) {
             return -1; /* the token is lost: its owner stays in the dict (a leak, not a crash) */
@@ -2077,6 +2183,8 @@ static PyMethodDef hot_methods[] = {
     {"grad_run", hot_grad_run, METH_VARARGS,
      "grad_run(outputs, grad_outputs, inputs, flags): autograd.grad's common forms (a tuple, a Run or NotImplemented)."},
     {"from_ndarray", hot_from_ndarray, METH_O, "from_ndarray(arr): a Tensor lending arr's memory, or None."},
+    {"return_lent", hot_return_lent, METH_O, "return_lent(tokens): Python's drain hands back lend_ndarray's tokens."},
+    {"lent_owners", hot_lent_owners, METH_NOARGS, "lent_owners(): the owners of the arrays lent from C still out."},
     {"set_ndarray", hot_set_ndarray, METH_VARARGS, "set_ndarray(probe, data, dtypes, borrowed): see _hot.c."},
     {"set_grad", hot_set_grad, METH_VARARGS, "set_grad(t, g): t.grad = g (a Tensor or None)."},
     {"flush", hot_flush, METH_NOARGS, "Releases the handles of dropped tensors waiting in the batch."},

@@ -108,30 +108,49 @@ def drain(tokens: Optional[Sequence[int]] = None) -> None:
     _hot.c's drain_pending, which hands back those whose owner is not a
     NumPy array)."""
     done: list[Any] = []
-    with _drain_lock:
-        for tok in tokens or ():
-            obj = _borrowed.pop(tok, None)
-            if obj is not None:
-                done.append(obj)
-        for queue, table in ((lib.LUCID_QUEUE_BUFFERS, _borrowed), (lib.LUCID_QUEUE_FUNCTIONS, functions)):
-            while True:
-                rc = lib.lucid_drain(queue, _drain_buf, 256, _drain_count)
-                if rc:
-                    raise_status(rc)
-                n = _drain_count[0]
-                for i in range(n):
-                    obj = table.pop(_drain_buf[i], None)
-                    if obj is not None:
-                        done.append(obj)
-                if n < 256:
-                    break
-        obj = None
-    # Outside the lock: a producer's deleter may run arbitrary code (a
-    # Releaser's callback, or the destructor of the owner _hot.dlpack_borrow
-    # made, as the last reference goes with `done`).
+    lent_in_c: list[int] = []  # tokens of arrays _hot lent: their owners wait in its own table
+    try:
+        with _drain_lock:
+            for tok in tokens or ():
+                obj = _borrowed.pop(tok, None)
+                if obj is not None:
+                    done.append(obj)
+            for queue, table in ((lib.LUCID_QUEUE_BUFFERS, _borrowed), (lib.LUCID_QUEUE_FUNCTIONS, functions)):
+                while True:
+                    rc = lib.lucid_drain(queue, _drain_buf, 256, _drain_count)
+                    if rc:
+                        raise_status(rc)
+                    n = _drain_count[0]
+                    for i in range(n):
+                        tok = _drain_buf[i]
+                        obj = table.pop(tok, None)
+                        if obj is not None:
+                            done.append(obj)
+                        elif table is _borrowed:
+                            lent_in_c.append(tok)
+                    if n < 256:
+                        break
+            obj = None
+    finally:
+        # Outside the lock: a producer's deleter may run arbitrary code (a
+        # Releaser's callback, or the destructor of the owner
+        # _hot.dlpack_borrow made, as the last reference goes with `done`),
+        # and so may the last reference to an array _hot lent (its base's).
+        # The tokens popped before an error still go back.
+        if lent_in_c and _hot is not None:
+            _hot.return_lent(lent_in_c)
     for r in done:
         if type(r) is Releaser:
             r.release()
+
+
+def borrowed_owners() -> list[Any]:
+    """The owners of every buffer lent to the library whose token has not
+    come back yet: those in ``_borrowed`` and the arrays _hot.c lent (kept
+    in its own table). For tests and diagnostics."""
+    with _drain_lock:
+        owners = list(_borrowed.values())
+    return owners + (_hot.lent_owners() if _hot is not None else [])
 
 
 def _lend(data: int, code: int, itemsize: int, shape: Sequence[int], strides: Sequence[int], readonly: bool,
