@@ -126,13 +126,22 @@ func shapeOf(ndim C.int32_t, p *C.int64_t) ([]int, error) {
 	return shapeInto(make([]int, int(ndim)), ndim, p)
 }
 
-// shapeInto is shapeOf into buf (room for tensor.MaxDims dims).
+// stackDims is the room of the stack buffers handed to shapeInto: most
+// arrays have a few dims, and a buffer of tensor.MaxDims would be zeroed
+// (512 bytes) on every call that lends or copies one.
+const stackDims = 8
+
+// shapeInto is shapeOf into buf when it has room for ndim dims (else into
+// a new slice).
 func shapeInto(buf []int, ndim C.int32_t, p *C.int64_t) ([]int, error) {
-	if ndim < 0 || int(ndim) > len(buf) {
+	if ndim < 0 || int(ndim) > tensor.MaxDims {
 		return nil, errs.Valuef("number of dims %d out of range [0, %d]", int(ndim), tensor.MaxDims)
 	}
 	if ndim > 0 && p == nil {
 		return nil, errs.Valuef("shape pointer is NULL")
+	}
+	if int(ndim) > len(buf) {
+		buf = make([]int, int(ndim))
 	}
 	shape := buf[:ndim]
 	for i, d := range unsafe.Slice(p, int(ndim)) {
@@ -217,7 +226,7 @@ func lucid_tensor_borrow(base unsafe.Pointer, nbytes C.int64_t, dt C.int32_t, nd
 		}
 		// Shape and strides on the stack: the view copies them into its own
 		// allocation (this runs for every NumPy operand of a call).
-		var shapeBuf, strideBuf [tensor.MaxDims]int
+		var shapeBuf, strideBuf [stackDims]int
 		s, err := shapeInto(shapeBuf[:], ndim, shape)
 		if err != nil {
 			return err
@@ -253,7 +262,7 @@ func lucid_tensor_copy(data unsafe.Pointer, nbytes C.int64_t, dt C.int32_t, ndim
 		if err != nil {
 			return err
 		}
-		var shapeBuf [tensor.MaxDims]int
+		var shapeBuf [stackDims]int
 		s, err := shapeInto(shapeBuf[:], ndim, shape)
 		if err != nil {
 			return err

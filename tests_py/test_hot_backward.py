@@ -433,6 +433,35 @@ def test_tensor_copy_rejects_bad_input_with_a_message():
     np.testing.assert_array_equal(t.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3))
 
 
+def test_many_dims_past_the_native_stack_buffers():
+    # The library reads a lent or copied array's shape and strides into
+    # stack buffers of 8 dims and into a new slice past that: 20 dims (and
+    # the most the library takes, 64) work on both paths, 65 is an error.
+    from pylucid._lib import error_message, ffi, lib
+
+    shape = (1,) * 8 + (2,) + (1,) * 9 + (3, 1)
+    arr = np.arange(6, dtype=np.float32).reshape(shape)
+    t = pylucid.from_numpy(arr)  # lent (lucid_tensor_borrow)
+    assert t.shape == shape
+    np.testing.assert_array_equal(t.numpy(), arr)
+    np.testing.assert_array_equal(ops.minimum(arr, arr[..., ::-1, :]).numpy(), np.minimum(arr, arr[..., ::-1, :]))
+    x = pylucid.from_numpy(np.full(shape, 1.0, np.float32), requires_grad=True)
+    ops.minimum(x, 2.0).backward(arr)  # 24 bytes: copied (lucid_tensor_copy)
+    np.testing.assert_array_equal(x.grad.numpy(), arr)
+    info = ffi.new("lucid_tensor_info*")
+    src = np.arange(6, dtype=np.float32)
+    for nd in (20, 64, 65):
+        dims = ffi.new("int64_t[]", [2, 3] + [1] * (nd - 2))
+        rc = lib.lucid_tensor_copy(ffi.cast("void*", src.ctypes.data), 24, lib.LUCID_FLOAT32, nd, dims, info)
+        if nd <= 64:
+            assert rc == 0
+            c = _tensor_mod._wrap(info)
+            assert c.shape == (2, 3) + (1,) * (nd - 2)
+            np.testing.assert_array_equal(c.numpy().ravel(), src)
+        else:
+            assert rc != 0 and "dims" in error_message()
+
+
 def test_grad_treats_small_and_large_ndarray_gradients_alike():
     # autograd.grad lends every ndarray gradient (only backward copies small
     # ones): a result that is the given gradient itself (here y = x + 0)
