@@ -457,10 +457,13 @@ def test_arrays_lent_from_c_are_kept_until_their_tokens_come_back() -> None:
     rc = [sys.getrefcount(a) for a in arrs]
     ts = [pylucid.from_numpy(a) for a in arrs]
     assert [sys.getrefcount(a) for a in arrs] == [r + 1 for r in rc]  # the table's reference
-    owners = _runtime.borrowed_owners()
+    owners = hot.lent_owners()  # the C table itself, past its first 64 slots
     assert all(any(o is a for o in owners) for a in arrs)
+    assert all(any(o is a for o in _runtime.borrowed_owners()) for a in arrs)
     owners = None
-    hot.return_lent([0, -1, 1, 2**61 - 1, 2**62, 2**63 - 1, 2**61 + (5 << 32)])  # no live token among them
+    # No live token among these (a slot past any the table can have, other
+    # ranges, and the extremes of int64).
+    hot.return_lent([0, -1, 1, -(2**63), 2**61 - 1, 2**62, 2**63 - 1, 2**61 + 0xFFFFFFFF, 2**61 + (3 << 32) + 0xFFFFFFFF])
     with pytest.raises(TypeError):
         hot.return_lent((1, 2))
     with pytest.raises(TypeError):

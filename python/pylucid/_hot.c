@@ -1056,7 +1056,7 @@ static int ndarray_ok;        /* the probe matched the layout */
 #define LENT_GEN_BITS 24
 static PyObject **lent_owner; /* NULL: a free slot */
 static uint32_t *lent_gen, *lent_free; /* generations; the stack of free slots */
-static uint32_t lent_cap, lent_nfree, lent_used;
+static uint32_t lent_cap, lent_nfree;
 
 static int is_lent_token(int64_t tok) { return tok >= LENT_TAG && tok < LENT_TAG + ((int64_t)1 << (32 + LENT_GEN_BITS)); }
 
@@ -1065,7 +1065,7 @@ static int is_lent_token(int64_t tok) { return tok >= LENT_TAG && tok < LENT_TAG
 static int lent_keep(PyObject *owner, int64_t *token) {
     if (lent_nfree == 0) {
         uint32_t cap = lent_cap ? lent_cap * 2 : 64;
-        if (cap <= lent_cap) {
+        if (cap <= lent_cap || (size_t)cap > PY_SSIZE_T_MAX / sizeof(PyObject *)) {
             PyErr_NoMemory();
             return -1;
         }
@@ -1097,7 +1097,6 @@ static int lent_keep(PyObject *owner, int64_t *token) {
     uint32_t slot = lent_free[--lent_nfree];
     Py_INCREF(owner);
     lent_owner[slot] = owner;
-    lent_used++;
     *token = LENT_TAG + ((int64_t)lent_gen[slot] << 32) + slot;
     return 0;
 }
@@ -1105,16 +1104,18 @@ static int lent_keep(PyObject *owner, int64_t *token) {
 /* The owner kept under token (a reference the caller now owns), and the
  * slot free again; NULL for a token that is not a live one. */
 static PyObject *lent_take(int64_t token) {
-    int64_t rel = token - LENT_TAG;
+    if (!is_lent_token(token)) {
+        return NULL;
+    }
+    uint64_t rel = (uint64_t)(token - LENT_TAG); /* in range: no overflow */
     uint32_t slot = (uint32_t)(rel & 0xFFFFFFFF), gen = (uint32_t)(rel >> 32);
-    if (!is_lent_token(token) || slot >= lent_cap || lent_owner[slot] == NULL || lent_gen[slot] != gen) {
+    if (slot >= lent_cap || lent_owner[slot] == NULL || lent_gen[slot] != gen) {
         return NULL;
     }
     PyObject *owner = lent_owner[slot];
     lent_owner[slot] = NULL;
     lent_gen[slot] = (gen + 1) & ((1u << LENT_GEN_BITS) - 1);
     lent_free[lent_nfree++] = slot;
-    lent_used--;
     return owner;
 }
 
@@ -1336,14 +1337,25 @@ static int drain_pending(void) {
     if (n == 0) {
         python = 1;
     }
+    /* lend_ndarray's tokens first: their release cannot fail, so an error
+     * in the dict's pass below loses none of them. Letting an array go may
+     * run Python code (its base's __del__), which may call the library and
+     * drain again: the table is consistent by then, and items is ours. */
+    for (int32_t i = 0; i < n; i++) {
+        if (is_lent_token(items[i])) {
+            PyObject *owner = lent_take(items[i]);
+            items[i] = 0; /* no token is 0 */
+            Py_XDECREF(owner);
+        }
+    }
     PyObject *keep = NULL; /* owners that are not arrays: Python's to release */
     for (int32_t i = 0; i < n; i++) {
-        if (is_lent_token(items[i])) { /* lend_ndarray's */
-            Py_XDECREF(lent_take(items[i])); /* may free the array: nothing runs Python code there */
+        if (items[i] == 0) {
             continue;
         }
         PyObject *key = PyLong_FromLongLong(items[i]);
         if (key == NULL) {
+            Py_XDECREF(keep);
             return -1; /* the token is lost: its owner stays in the dict (a leak, not a crash) */
         }
         PyObject *owner = PyDict_GetItemWithError(borrowed, key); /* borrowed reference */
@@ -1352,7 +1364,7 @@ static int drain_pending(void) {
             if (PyDict_DelItem(borrowed, key) < 0) {
                 PyErr_Clear();
             }
-            Py_DECREF(owner); /* may free the array: nothing runs Python code there */
+            Py_DECREF(owner); /* may free the array (and run its base's __del__) */
         } else if (owner != NULL) {
             /* Leave it to Python: a later drain finds it through this list. */
             if (keep == NULL) {
