@@ -1047,8 +1047,8 @@ static int ndarray_ok;        /* the probe matched the layout */
 /* The owners of the arrays lend_ndarray lent, by token, until the token
  * comes back through the buffer queue (drain_pending, or Python's drain
  * via return_lent). A slot table under the GIL, not the borrowed dict: a
- * loan then costs no int object, hash or dict entry (about a third of its
- * C-side instructions went there). A token is LENT_TAG + (generation << 32)
+ * loan then costs no int object, hash or dict entry (766 of the 38,001
+ * instructions of backward(g ndarray) on 1,000 float32 elements). A token is LENT_TAG + (generation << 32)
  * + slot: apart from the Python side's tokens (itertools.count from 1), and
  * one that does not match its slot's generation is ignored (a leak, never
  * another array's release). */
@@ -1403,8 +1403,8 @@ static int drain_pending(void) {
 
 /* A C-contiguous exact ndarray of a registered native dtype and at most
  * GRAD_COPY_BYTES bytes, copied into a new tensor (lucid_tensor_copy): for a
- * gradient given to backward a copy costs less than a loan, whose token
- * goes through a dict and comes back through the buffer queue, and the
+ * gradient given to backward a copy costs less than a loan (three Go
+ * allocations, and a token that comes back through the buffer queue), and the
  * values are the same (backward only reads it, and a leaf's .grad is a copy
  * either way). Returns 1 (*h its
  * handle, *temp its release in the batch of dropped small tensors), 0 when
