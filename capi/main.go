@@ -605,6 +605,9 @@ func isReduction(id C.int32_t) bool {
 // call.
 func startOpJob(c *ops.Context, id int, in []*tensor.Tensor, as []int64) int64 {
 	ins := append([]*tensor.Tensor(nil), in...)
+	for _, t := range ins {
+		t.MarkKept() // the job may outlive the caller's handles (tensor.Recycle)
+	}
 	attrs := append([]int64(nil), as...)
 	return startJob(c, nil, func(c *ops.Context) ([]*tensor.Tensor, error) {
 		t, err := ops.Call(c, id, ins, attrs)

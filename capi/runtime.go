@@ -191,7 +191,12 @@ func (h *handleTable) release(id int64) error {
 	case *tensor.Tensor:
 		// Frees the memory now if this was the storage's only handle and
 		// nothing else ever shared it (the handle's user is done with it).
-		o.Storage().ReleaseHostHandle()
+		if o.Storage().ReleaseHostHandle() {
+			// The last hold: o is reused if nothing else refers to it
+			// (see getTensor). Of two handles released at once, only the
+			// one that took the last hold gets here.
+			tensor.Recycle(o)
+		}
 	case *backwardRun:
 		o.run.Close() // an abandoned paused run gives back its holds
 	}
@@ -213,6 +218,11 @@ func getTensor(id C.int64_t) (*tensor.Tensor, error) {
 	if !ok {
 		return nil, fmt.Errorf("handle %d is not a tensor", int64(id))
 	}
+	// The caller may keep t beyond the handle (a .grad slot, a DLPack
+	// export, a job): its object is never reused (tensor.Recycle). Only
+	// an op's inputs (tensorsInto) are looked up without this: ops keep
+	// nothing of their inputs but through the graph, which marks them.
+	t.MarkKept()
 	return t, nil
 }
 

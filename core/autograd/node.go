@@ -235,6 +235,7 @@ func MarkKept(t *tensor.Tensor) {
 	if t == nil {
 		return
 	}
+	t.MarkKept()
 	if fn, _ := t.GradFn(); fn != nil {
 		if f, ok := fn.(*ExternalFn); ok {
 			f.escaped.Store(true)

@@ -120,15 +120,18 @@ const hostHold = 1 | 1<<32
 // ReleaseHostHandle is ReleaseHandle for a handle from AddHostHandle. With
 // the last host handle, a pinned inline storage is unpinned, even while a
 // gradient slot still holds it: no foreign code has its address any more
-// (and a slot of a collected tensor never lets go of its hold).
-func (s *Storage) ReleaseHostHandle() {
+// (and a slot of a collected tensor never lets go of its hold). It reports
+// whether this was the last hold of any kind (see Recycle).
+func (s *Storage) ReleaseHostHandle() (last bool) {
 	v := s.holds.Add(-hostHold)
 	if v>>32 == 0 && s.inline && s.pinned.Load() {
 		s.unpinInline()
 	}
 	if int32(v) == 0 {
 		s.lastHoldGone()
+		return true
 	}
+	return false
 }
 
 // Allocator provides memory for new storages. A host embedding the core (the
@@ -230,7 +233,7 @@ func newStorage(nbytes int, zeroed bool) (*Storage, error) {
 			// One allocation for the storage and its bytes (Go memory,
 			// zeroed, 64-byte aligned: the object is in a size class that
 			// is a multiple of 64 and starts with the bytes).
-			p := new(inlineStorage)
+			p := newInlineStorage()
 			p.s.data, p.s.goMemory, p.s.inline = p.buf[:nbytes:nbytes], true, true
 			return &p.s, nil
 		}

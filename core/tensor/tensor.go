@@ -50,14 +50,24 @@ type Tensor struct {
 	grad   *Tensor
 	gradFn GradNode
 	mu     sync.Mutex
-	// requiresGrad is written under mu, with gradFn, and read without it
-	// (every op reads its inputs'; a lock would cost two atomic updates).
-	requiresGrad atomic.Bool
-	dtype        dtype.Dtype
-	wrapped      bool  // a Python number: "weak" in type promotion
-	wrapExp      int32 // a wrapped integer's value is its element · 2**wrapExp (see WrappedInt)
-	outputNr     int32 // of gradFn's outputs (an op has a handful)
+	// flags holds flagRequiresGrad, written under mu with gradFn and read
+	// without it (every op reads its inputs'; a lock would cost two atomic
+	// updates), and flagKept (see Recycle).
+	flags   atomic.Uint32
+	dtype   dtype.Dtype
+	wrapped bool // a Python number: "weak" in type promotion
+	// fresh: the tensor is alloc's freshTensor, which Recycle may reuse.
+	fresh    bool
+	wrapExp  int32 // a wrapped integer's value is its element · 2**wrapExp (see WrappedInt)
+	outputNr int32 // of gradFn's outputs (an op has a handful)
 }
+
+const (
+	flagRequiresGrad = 1 << iota
+	// flagKept: something besides host handles may refer to this tensor
+	// object (see MarkKept); it is never reused.
+	flagKept
+)
 
 // MaxDims is the largest supported number of dimensions.
 const MaxDims = 64
@@ -138,7 +148,7 @@ func alloc(dt dtype.Dtype, shape []int, zeroed bool) (*Tensor, error) {
 	// One allocation holds the tensor and (up to inlineDims dims) its shape
 	// and strides. The storage stays an object of its own: views and
 	// detached tensors keep it alive, and must not keep this tensor's graph.
-	f := new(freshTensor)
+	f := newFreshTensor()
 	var meta []int
 	if len(shape) <= inlineDims {
 		meta = f.meta[:2*len(shape)]
@@ -151,7 +161,7 @@ func alloc(dt dtype.Dtype, shape []int, zeroed bool) (*Tensor, error) {
 	// Field by field: new memory is zeroed, and a whole-struct literal
 	// would store every field (the mutex, the nil graph fields) again.
 	t := &f.t
-	t.storage, t.dtype, t.shape, t.strides = s, dt, sh, st
+	t.storage, t.dtype, t.shape, t.strides, t.fresh = s, dt, sh, st, true
 	return t, nil
 }
 
@@ -370,7 +380,7 @@ func (t *Tensor) String() string {
 }
 
 // RequiresGrad reports whether gradients flow to this tensor.
-func (t *Tensor) RequiresGrad() bool { return t.requiresGrad.Load() }
+func (t *Tensor) RequiresGrad() bool { return t.flags.Load()&flagRequiresGrad != 0 }
 
 // SetRequiresGrad marks a leaf as requiring gradients. Only floating tensors
 // can require gradients, and only leaves can be changed.
@@ -383,7 +393,12 @@ func (t *Tensor) SetRequiresGrad(v bool) error {
 	if t.gradFn != nil {
 		return fmt.Errorf("requires_grad can only be changed on leaf tensors; use detach() for a non-leaf")
 	}
-	t.requiresGrad.Store(v)
+	if v {
+		// An AccumulateGrad node will refer to t, whatever v is later.
+		t.flags.Or(flagRequiresGrad | flagKept)
+	} else {
+		t.flags.And(^uint32(flagRequiresGrad))
+	}
 	return nil
 }
 
@@ -407,7 +422,11 @@ func (t *Tensor) SetGradFn(n GradNode, outputNr int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.gradFn, t.outputNr = n, int32(outputNr)
-	t.requiresGrad.Store(n != nil)
+	if n != nil {
+		t.flags.Or(flagRequiresGrad | flagKept)
+	} else {
+		t.flags.And(^uint32(flagRequiresGrad))
+	}
 }
 
 // IsLeaf reports whether the tensor was not produced by a recorded op.
@@ -445,6 +464,7 @@ func (t *Tensor) HoldGrad() *Tensor {
 func (t *Tensor) SetGrad(g *Tensor) {
 	if g != nil {
 		g.storage.AddHandle()
+		t.MarkKept() // its slot refers to g: t must not be reused with it
 	}
 	t.mu.Lock()
 	old := t.grad
@@ -467,6 +487,7 @@ func (t *Tensor) CompareAndSwapGrad(old, new *Tensor) bool {
 	}
 	if new != nil {
 		new.storage.AddHandle()
+		t.MarkKept()
 	}
 	t.grad = new
 	t.mu.Unlock()
