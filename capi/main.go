@@ -821,7 +821,13 @@ func lucid_backward_resume(h C.int64_t, grads *C.int64_t, n C.int32_t) C.int {
 			return err
 		}
 		for _, g := range gs {
-			autograd.MarkKept(g) // the run keeps it
+			if g != nil {
+				// The run keeps it (in a waiting node's buffer, with no
+				// hold) while the host drops its handle as soon as this
+				// returns: never freed early (as pausedRun's gradients).
+				autograd.MarkKept(g)
+				g.Storage().MarkShared()
+			}
 		}
 		return r.run.Resume(gs)
 	})

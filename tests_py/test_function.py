@@ -573,3 +573,37 @@ def test_a_driven_run_is_closed_once() -> None:
     y.backward()
     assert _live_handles() == before  # the run is gone (x.grad is held by x, not by a handle)
     np.testing.assert_allclose(x.grad.numpy(), [3.0, 12.0, 27.0])
+
+
+def test_gradients_a_function_returns_outlive_their_handles_in_the_run() -> None:
+    # Two Functions feed one node (a = 2x): the gradient the first one's
+    # backward returns waits in that node's buffer while Python drops its
+    # handle, and the second one's backward allocates blocks of the same
+    # size meanwhile. The waiting gradient was freed early (a Go panic,
+    # "unsafe.Slice: ptr is nil").
+    class Double(Function):
+        @staticmethod
+        def forward(ctx, x):  # type: ignore[no-untyped-def]
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):  # type: ignore[no-untyped-def]
+            return g * 2.0  # a fresh result that only Python owns
+
+    class Triple(Function):
+        @staticmethod
+        def forward(ctx, x):  # type: ignore[no-untyped-def]
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):  # type: ignore[no-untyped-def]
+            junk = [g * 100.0 for _ in range(8)]  # reuse of freed memory shows
+            del junk
+            return g * 3.0
+
+    for n in (16, 8192):
+        x = pylucid.tensor(np.ones(n, dtype=np.float32), requires_grad=True)
+        a = x * 2.0
+        (Double.apply(a) + Triple.apply(a)).sum().backward()
+        assert x.grad is not None
+        np.testing.assert_array_equal(x.grad.numpy(), np.full(n, 10, np.float32))
