@@ -15,16 +15,17 @@ import (
 // objects of a result whose last host handle went, when nothing else can
 // refer to them, and alloc reuses them.
 //
-// Nothing else refers to a tensor object when it came from alloc and was
-// never marked kept (MarkKept): the autograd graph refers to a tensor only
-// through its gradFn (an output) or an AccumulateGrad node (a leaf that
-// requires grad), both of which mark it kept, and a host marks kept every
-// tensor whose pointer it hands to code that may keep it. Nothing else
-// refers to its storage object when no hold is left (host handles,
-// gradient slots, backward runs) and it was never shared (views, saved
-// tensors and detached tensors mark it shared). Recycle checks those, and
-// reuses the storage object only when its bytes live inside it (an inline
-// storage), so that nothing else needs to be given back.
+// Nothing else refers to a tensor object when it came from alloc (or is
+// the sole view of a storage just made, NewSoleView: a lent NumPy buffer)
+// and was never marked kept (MarkKept): the autograd graph refers to a
+// tensor only through its gradFn (an output) or an AccumulateGrad node (a
+// leaf that requires grad), both of which mark it kept, and a host marks
+// kept every tensor whose pointer it hands to code that may keep it.
+// Nothing else refers to its storage object when no hold is left (host
+// handles, gradient slots, backward runs) and it was never shared (views,
+// saved tensors and detached tensors mark it shared). Recycle checks
+// those, and reuses the storage object only when its bytes live inside it
+// (an inline storage), so that nothing else needs to be given back.
 
 var (
 	freshTensors   sync.Pool // of *freshTensor, cleared
@@ -71,7 +72,7 @@ func Recycle(t *Tensor) {
 		*p = inlineStorage{}
 		inlineStorages.Put(p)
 	}
-	f := (*freshTensor)(unsafe.Pointer(t)) // t is f.t, its first field (alloc)
+	f := (*freshTensor)(unsafe.Pointer(t)) // t is f.t, its first field (soleView)
 	*f = freshTensor{}
 	freshTensors.Put(f)
 }

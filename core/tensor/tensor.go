@@ -56,7 +56,7 @@ type Tensor struct {
 	flags   atomic.Uint32
 	dtype   dtype.Dtype
 	wrapped bool // a Python number: "weak" in type promotion
-	// fresh: the tensor is alloc's freshTensor, which Recycle may reuse.
+	// fresh: the tensor is a freshTensor (soleView), which Recycle may reuse.
 	fresh    bool
 	wrapExp  int32 // a wrapped integer's value is its element · 2**wrapExp (see WrappedInt)
 	outputNr int32 // of gradFn's outputs (an op has a handful)
@@ -148,24 +148,31 @@ func alloc(dt dtype.Dtype, shape []int, zeroed bool) (*Tensor, error) {
 	// One allocation holds the tensor and (up to inlineDims dims) its shape
 	// and strides. The storage stays an object of its own: views and
 	// detached tensors keep it alive, and must not keep this tensor's graph.
-	f := newFreshTensor()
-	var meta []int
-	if len(shape) <= inlineDims {
-		meta = f.meta[:2*len(shape)]
-	} else {
-		meta = make([]int, 2*len(shape))
-	}
-	sh, st := meta[:len(shape):len(shape)], meta[len(shape):]
-	copy(sh, shape)
-	contiguousStrides(sh, st)
-	// Field by field: new memory is zeroed, and a whole-struct literal
-	// would store every field (the mutex, the nil graph fields) again.
-	t := &f.t
-	t.storage, t.dtype, t.shape, t.strides, t.fresh = s, dt, sh, st, true
+	t := soleView(s, dt, len(shape), 0)
+	copy(t.shape, shape)
+	contiguousStrides(t.shape, t.strides)
 	return t, nil
 }
 
 const inlineDims = 4
+
+// soleView is a tensor over s, which nothing else uses, with room for ndim
+// dims: a freshTensor, so that Recycle can reuse it as it does an op
+// result (a NumPy operand is lent as one for every call that takes it).
+func soleView(s *Storage, dt dtype.Dtype, ndim, offset int) *Tensor {
+	f := newFreshTensor()
+	var meta []int
+	if ndim <= inlineDims {
+		meta = f.meta[:2*ndim]
+	} else {
+		meta = make([]int, 2*ndim)
+	}
+	// Field by field: the object is zeroed, and a whole-struct literal
+	// would store every field (the mutex, the nil graph fields) again.
+	t := &f.t
+	t.storage, t.dtype, t.shape, t.strides, t.offset, t.fresh = s, dt, meta[:ndim:ndim], meta[ndim:], offset, true
+	return t
+}
 
 type freshTensor struct {
 	t    Tensor
@@ -199,11 +206,14 @@ func viewOfStorage(s *Storage, dt dtype.Dtype, shape, strides []int, offset int,
 	if err != nil {
 		return nil, err
 	}
+	var t *Tensor
 	if share {
 		s.MarkShared()
+		base := Tensor{storage: s, dtype: dt}
+		t = base.newViewUnshared(len(shape), offset) // one allocation with the shape and strides
+	} else {
+		t = soleView(s, dt, len(shape), offset)
 	}
-	base := Tensor{storage: s, dtype: dt}
-	t := base.newViewUnshared(len(shape), offset) // one allocation with the shape and strides
 	copy(t.shape, shape)
 	copy(t.strides, strides)
 	if n == 0 {
