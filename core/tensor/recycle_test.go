@@ -151,3 +151,34 @@ func TestRecycledResultsStartClean(t *testing.T) {
 		}
 	}
 }
+
+// A lent buffer's tensor (NewSoleView) is reused too, once its loan is
+// returned; its storage, which is not inline, is not.
+func TestRecycleSoleViews(t *testing.T) {
+	returned := 0
+	for i := 0; i < 8; i++ {
+		s := LendStorage(make([]byte, 400), false, int64(i), func(int64, int) { returned++ })
+		v, err := NewSoleView(s, dtype.Float32, []int{10, 10}, []int{10, 1}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.AddHostHandle()
+		dropHandle(v)
+		if !recycled(v) || s.data != nil || s.owned == nil {
+			t.Fatalf("view recycled %v, storage %d bytes", recycled(v), len(s.data))
+		}
+	}
+	if returned != 8 {
+		t.Fatalf("%d of 8 loans returned", returned)
+	}
+	s := LendStorage(make([]byte, 400), false, 0, func(int64, int) {})
+	v, err := NewView(s, dtype.Float32, []int{100}, []int{1}, 0) // shared: a view a host made
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AddHostHandle()
+	dropHandle(v)
+	if recycled(v) {
+		t.Fatal("a view of a shared storage was recycled")
+	}
+}
