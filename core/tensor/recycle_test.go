@@ -135,7 +135,7 @@ func TestRecycledResultsStartClean(t *testing.T) {
 	t.Cleanup(func() { SetAllocator(nil) })
 	for i := 0; i < 64; i++ {
 		r := hostResult(t, 7)
-		r.wrapped, r.offset = true, 0
+		r.wrapped, r.offset = true, 3 // state a reuse must not carry over
 		dropHandle(r)
 		z, err := New(dtype.Float32, []int{2, 2})
 		if err != nil {
