@@ -7,7 +7,7 @@ build_ext does both, in this order:
    python/pylucid/_ffi_build.py), compiled against that lucid.h and linked
    against that library, which it finds at run time through the rpath
    ``$ORIGIN/_native``;
-3. pylucid._hot (python/pylucid/_hot.c: Tensor's C base type and the per-call
+3. pylucid._hot (python/csrc/*.c: Tensor's C base type and the per-call
    hot path), compiled and linked the same way.
 
 The extensions' only run-time search path is ``$ORIGIN/_native``: the
@@ -107,9 +107,9 @@ class BuildExtWithGo(ffi_build.build_ext_class()):  # type: ignore[misc]
         # relink whenever the library or the build settings change, not only the C source
         ext.depends = [str(native / LIBNAME), str(ROOT / "python" / "pylucid" / "_ffi_build.py")]
         hot = self.ext_map[ffi_build.HOT_MODULE]
-        hot.include_dirs = [str(native)]
+        hot.include_dirs = [str(native), str(ROOT / "python" / "csrc")]
         hot.library_dirs = [str(native)]
-        hot.depends = [str(native / LIBNAME), str(native / "lucid.h")]
+        hot.depends = [str(native / LIBNAME), str(native / "lucid.h"), str(ROOT / "python" / "csrc" / "hot.h")]
         super().run()
 
 
@@ -119,7 +119,8 @@ setup(
     # sources and directories are filled in by BuildExtWithGo once the library exists
     ext_modules=[
         Extension(ffi_build.MODULE, sources=[], **ffi_build.extension_kwargs()),
-        Extension(ffi_build.HOT_MODULE, sources=["python/pylucid/_hot.c"], **ffi_build.extension_kwargs()),
+        Extension(ffi_build.HOT_MODULE, sources=[str(pathlib.Path("python", "csrc", f)) for f in ffi_build.HOT_FILES],
+                  **ffi_build.hot_kwargs()),
     ],
     options={"bdist_wheel": {"py_limited_api": tag}} if tag else {},
 )

@@ -160,7 +160,7 @@ def test_copy_deepcopy_and_pickle_give_new_memory_with_the_same_bits(dtype: str)
             pickle.dumps(y)
 
 
-# ---- Op, the C type of the public ops (_hot.c) ----
+# ---- Op, the C type of the public ops (python/csrc) ----
 
 def test_ops_are_the_c_op_type_with_their_public_face() -> None:
     import pickle
@@ -201,7 +201,7 @@ def test_op_calls_match_the_python_path() -> None:
         ops.Op("x", 1, 2)
 
 
-# ---- out= a NumPy array, described in C (_hot.c: ndarray_out) ----
+# ---- out= a NumPy array, described in C (python/csrc ndarray_out) ----
 
 def _out_call(o, a, b):
     """ops.minimum(a, b, out=o) and whether it took the Python descriptor
@@ -280,7 +280,7 @@ def test_out_ndarray_in_place_and_overlap() -> None:
     _same_error(buf[1:], pylucid.from_numpy(buf[:-1]), b)  # shares memory with an input, not being it
 
 
-# ---- NumPy operands, lent in C for the call (_hot.c: binary_operands) ----
+# ---- NumPy operands, lent in C for the call (python/csrc binary_operands) ----
 
 def _python_binary_calls(fn):
     """fn() and how many times it entered the Python implementation of a
@@ -402,7 +402,7 @@ _NUMBERS = [0.5, -0.0, 0.0, float("nan"), float("-inf"), 1e300, 3, -2, 0, True, 
 @pytest.mark.parametrize("name", ["minimum", "maximum", "fmin", "fmax"])
 def test_python_number_operands_match_the_python_path(name, dt) -> None:
     # A Python float, int (within int64) or bool beside a Tensor or an exact
-    # ndarray is made a weak scalar in C (number_operand in _hot.c): every
+    # ndarray is made a weak scalar in C (number_operand in python/csrc): every
     # result (dtype, shape, bits) and every error equals the Python path's,
     # which tensor._py_binary runs for the same operands.
     op = getattr(ops, name)
@@ -447,7 +447,7 @@ def test_python_number_operand_of_a_graph() -> None:
 
 
 def test_arrays_lent_from_c_are_kept_until_their_tokens_come_back() -> None:
-    """_hot.c keeps the arrays it lends in its own slot table (not the
+    """python/csrc keeps the arrays it lends in its own slot table (not the
     borrowed dict): each is held while the library may read it, every one of
     them goes back once its tensors are gone, and tokens that are not live
     ones change nothing."""

@@ -1,4 +1,4 @@
-"""The C paths of backward(gradient), autograd.grad and from_numpy (_hot.c):
+"""The C paths of backward(gradient), autograd.grad and from_numpy (python/csrc):
 the same gradients, bit for bit, as the Python path; the same exceptions
 with the same messages; handles and borrowed buffers back to their
 baseline; and threads."""

@@ -86,7 +86,7 @@ def test_no_module_imports_another_in_a_circle():
 
 
 def test_no_module_imports_ctypes() -> None:
-    # DLPack capsules are made and taken in the C extension (_hot.c): a
+    # DLPack capsules are made and taken in the C extension (python/csrc): a
     # ctypes capsule destructor masks the consumer's exception, and
     # ctypes.pythonapi is not available everywhere.
     offenders = []

@@ -82,7 +82,7 @@ def test_a_consumer_that_raises_after_taking_the_capsule_keeps_its_exception(ver
 
 
 def test_without_the_c_extension_dlpack_raises_a_clear_error() -> None:
-    # Capsules are made and taken only in C (_hot.c): a Python destructor
+    # Capsules are made and taken only in C (python/csrc): a Python destructor
     # would run with the consumer's exception set and mask it (SystemError).
     # Without the extension (ABI mode), DLPack says so plainly.
     out = _run("""

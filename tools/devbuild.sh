@@ -14,4 +14,4 @@ cp capi/lucid.h "$tmp/lucid.h.new"
 mv -f "$tmp/liblucid.so" python/pylucid/_native/liblucid.so
 mv -f "$tmp/lucid.h.new" python/pylucid/_native/lucid.h
 rm -rf "$tmp"
-python3 python/pylucid/_ffi_build.py python/pylucid/_native  # also builds pylucid._hot (_hot.c)
+python3 python/pylucid/_ffi_build.py python/pylucid/_native  # also builds pylucid._hot (python/csrc)

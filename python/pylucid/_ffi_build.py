@@ -174,16 +174,33 @@ def build_inplace(native: pathlib.Path) -> pathlib.Path:
 
 
 HOT_MODULE = "pylucid._hot"
-HOT_SOURCE = _HERE / "_hot.c"
+# The C sources of pylucid._hot, one file per room (python/csrc/hot.h).
+HOT_DIR = _HERE.parent / "csrc"
+HOT_FILES = ("module.c", "tensor.c", "call.c", "op.c", "ndarray.c", "autograd.c", "dlpack.c")
+
+
+def hot_sources(root: pathlib.Path = _HERE.parent.parent) -> list[str]:
+    """The C files of pylucid._hot, as paths under root (the source tree)."""
+    return [str(root / "python" / "csrc" / f) for f in HOT_FILES]
+
+
+def hot_kwargs() -> dict[str, Any]:
+    """extension_kwargs for pylucid._hot: its files share symbols through
+    hot.h, which stay hidden (only PyInit__hot is exported)."""
+    kwargs = extension_kwargs()
+    if sys.platform != "win32":
+        kwargs["extra_compile_args"] = ["-fvisibility=hidden"]
+    kwargs["depends"] = [str(HOT_DIR / "hot.h")]
+    return kwargs
 
 
 def hot_extension(native: pathlib.Path) -> Any:
     """The setuptools Extension of ``pylucid._hot`` (the per-call hot path in
-    C, see _hot.c), compiled and linked like the cffi extension."""
+    C, python/csrc), compiled and linked like the cffi extension."""
     from setuptools import Extension
 
-    return Extension(HOT_MODULE, sources=[str(HOT_SOURCE)], include_dirs=[str(native)], library_dirs=[str(native)],
-                     **extension_kwargs())
+    return Extension(HOT_MODULE, sources=hot_sources(), include_dirs=[str(native), str(HOT_DIR)],
+                     library_dirs=[str(native)], **hot_kwargs())
 
 
 def build_hot_inplace(native: pathlib.Path) -> pathlib.Path:

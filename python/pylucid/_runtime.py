@@ -1,5 +1,5 @@
 """The runtime layer under tensor.py: the choice between the C path
-(_hot.c) and the cffi fallback, the per-thread call buffers, the release of
+(python/csrc) and the cffi fallback, the per-thread call buffers, the release of
 dropped tensors' handles, memory lent to the library and the queues that
 hand it back, the autograd.Function registry, and the ids of the ops
 Tensor's methods call. It knows nothing of Tensor: tensor.py wraps what
@@ -15,14 +15,14 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 from . import _lib
 from ._lib import ffi, lib, raise_status
 
-# The per-call hot path in C (_hot.c): Tensor's fields and handle release,
+# The per-call hot path in C (python/csrc): Tensor's fields and handle release,
 # and the common op calls. It links the package's own library, so it is used
 # only in API mode (not with PYLUCID_LIBRARY pointing elsewhere).
 _hot: Any = None
 if _lib.MODE == "api":
     try:
         from . import _hot  # type: ignore[attr-defined,no-redef]
-    except ImportError:  # a development tree built before _hot.c existed
+    except ImportError:  # a development tree built without the C extension
         _hot = None
 
 # The lucid_op ids of the ops Tensor's methods and operators call (the
@@ -105,7 +105,7 @@ def flush_released() -> None:
 def drain(tokens: Optional[Sequence[int]] = None) -> None:
     """Forgets buffers and functions the native library no longer uses.
     tokens: buffer tokens already popped from the library's queue (by
-    _hot.c's drain_pending, which hands back those whose owner is not a
+    python/csrc's drain_pending, which hands back those whose owner is not a
     NumPy array)."""
     done: list[Any] = []
     lent_in_c: list[int] = []  # tokens of arrays _hot lent: their owners wait in its own table
@@ -146,7 +146,7 @@ def drain(tokens: Optional[Sequence[int]] = None) -> None:
 
 def borrowed_owners() -> list[Any]:
     """The owners of every buffer lent to the library whose token has not
-    come back yet: those in ``_borrowed`` and the arrays _hot.c lent (kept
+    come back yet: those in ``_borrowed`` and the arrays python/csrc lent (kept
     in its own table). For tests and diagnostics."""
     with _drain_lock:
         owners = list(_borrowed.values())

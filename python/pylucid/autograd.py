@@ -268,7 +268,7 @@ def grad(outputs: Union[Tensor, Sequence[Tensor]], inputs: Union[Tensor, Sequenc
          create_graph: bool = False, allow_unused: bool = False) -> Tuple[Optional[Tensor], ...]:
     """The gradients of ``outputs`` with respect to ``inputs`` (no ``.grad`` is touched)."""
     if _hot is not None and not create_graph:
-        # The common forms in C (_hot.c): Tensors, and gradients given as
+        # The common forms in C (python/csrc): Tensors, and gradients given as
         # Tensors, NumPy arrays (lent for the call) or None.
         outs = outputs if type(outputs) is tuple else (outputs,) if type(outputs) is Tensor else tuple(outputs) \
             if type(outputs) is list else None

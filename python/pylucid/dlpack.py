@@ -63,7 +63,7 @@ _DEVICE_NAMES = {1: "kDLCPU", 2: "kDLCUDA", 3: "kDLCUDAHost", 4: "kDLOpenCL", 7:
                  10: "kDLROCM", 13: "kDLCUDAManaged", 14: "kDLOneAPI"}
 
 
-# ---- capsules: in the C extension (_hot.c) ----
+# ---- capsules: in the C extension (python/csrc) ----
 
 
 def _need_hot(what: str) -> Any:

@@ -100,7 +100,7 @@ if TYPE_CHECKING:
         @property
         def schema(self) -> OpSchema: ...
 elif _hot is not None:
-    # The C type (_hot.c): its calls take the vectorcall protocol, and a
+    # The C type (python/csrc): its calls take the vectorcall protocol, and a
     # binary op called with two Tensors goes straight to the library. Its
     # schema, repr and pickling are as _PartialOp's.
     Op = _hot.Op

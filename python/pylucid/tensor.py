@@ -58,7 +58,7 @@ def from_numpy(arr: np.ndarray, requires_grad: bool = False) -> "Tensor":
     item size, are converted (copied) first.
     """
     if _hot is not None and type(arr) is np.ndarray:
-        t = _hot_from_ndarray(arr)  # the common case in C (_hot.c); None: the conversions below
+        t = _hot_from_ndarray(arr)  # the common case in C (python/csrc); None: the conversions below
         if t is not None:
             if requires_grad:
                 t.requires_grad_(True)
@@ -1076,7 +1076,7 @@ _NULL = ffi.NULL
 _lucid_job_wait = lib.lucid_job_wait
 _INTERRUPTIBLE = lib.LUCID_MODE_INTERRUPTIBLE
 _PENDING = lib.LUCID_PENDING
-_JOB_SLICE_MS = 25  # as _hot.c's JOB_SLICE_MS
+_JOB_SLICE_MS = 25  # as call.c's JOB_SLICE_MS (python/csrc)
 _lucid_get_grad_meta = lib.lucid_get_grad_meta
 _lucid_set_grad = lib.lucid_set_grad
 _lucid_release = lib.lucid_release
@@ -1162,7 +1162,7 @@ if _hot is not None:
     _hot_reduce_all = _hot.reduce_all
     _hot_grad = _hot.grad
     _hot_gc_started = _hot.gc_started
-    gc.callbacks.append(_gc_phase)  # each collection sees one answer per tensor (_hot.c)
+    gc.callbacks.append(_gc_phase)  # each collection sees one answer per tensor (python/csrc)
 else:
     binary = _py_binary
     setattr(Tensor, "__del__", _py_del)
