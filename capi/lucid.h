@@ -231,6 +231,16 @@ int lucid_scalar(int32_t dtype, double fvalue, int64_t ivalue, lucid_tensor_info
 int lucid_scalar_int(int64_t value, int32_t exp, lucid_tensor_info *out);
 /* Refreshes the info of a handle. */
 int lucid_tensor_info_get(int64_t h, lucid_tensor_info *out);
+/* A new handle to a tensor sharing h's memory outside any graph (as
+ * lucid_detach), described with its data address (as lucid_tensor_info_get):
+ * what a host keeps while it exposes the memory (a NumPy view), so the
+ * memory stays whatever becomes of h. */
+int lucid_tensor_view(int64_t h, lucid_tensor_info *out);
+/* The number of in-place writes into h's memory through the library so far
+ * (out= of any op): every tensor sharing that memory (views, lucid_detach)
+ * shares the count. A node that saved a tensor refuses to run once its
+ * count changed (LUCID_ERUNTIME). */
+int lucid_tensor_version(int64_t h, int64_t *version);
 /* Releases a handle (tensor, node or backward run). */
 int lucid_release(int64_t h);
 /* Releases n handles in one call (all are attempted; the first error is

@@ -344,6 +344,38 @@ func lucid_tensor_info_get(h C.int64_t, out *C.lucid_tensor_info) C.int {
 	})
 }
 
+//export lucid_tensor_view
+func lucid_tensor_view(h C.int64_t, out *C.lucid_tensor_info) C.int {
+	return call(func() error {
+		t, err := getTensor(h)
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			return errs.Valuef("output info pointer is NULL")
+		}
+		v := t.Detach()
+		out.handle = C.int64_t(handles.put(v))
+		fillInfo(out, v, true)
+		return nil
+	})
+}
+
+//export lucid_tensor_version
+func lucid_tensor_version(h C.int64_t, version *C.int64_t) C.int {
+	return call(func() error {
+		t, err := getTensor(h)
+		if err != nil {
+			return err
+		}
+		if version == nil {
+			return errs.Valuef("output version pointer is NULL")
+		}
+		*version = C.int64_t(t.Version())
+		return nil
+	})
+}
+
 //export lucid_release
 func lucid_release(h C.int64_t) C.int {
 	return call(func() error { return handles.release(int64(h)) })

@@ -313,3 +313,67 @@ def test_the_module_docstring_example_runs(client) -> None:
 
     result = doctest.testmod(pdk, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 4 and result.failed == 0, result
+
+
+# ---- edge cases of the reductions (found by a hostile run) ----
+
+
+@pytest.mark.parametrize("axis", [(5,), (-3,), (2,), (0, 5), 5, -3])
+def test_an_axis_out_of_range_raises_as_pylucid_does(client, axis) -> None:
+    # Before: a tuple axis wrapped silently (axis=(5,) reduced axis 1).
+    a = da.from_array(np.arange(6.0).reshape(2, 3), chunks=1)
+    for f in (pdk.amax, pdk.amin):
+        with pytest.raises(np.exceptions.AxisError, match="out of range") as e:
+            within(30, lambda: f(a, axis=axis))
+        assert isinstance(e.value, ValueError) and isinstance(e.value, IndexError)  # pylucid's type and Dask's
+    with pytest.raises(ValueError, match="out of range"):
+        ops.amax(pylucid.tensor(np.arange(6.0).reshape(2, 3)), 5)  # what pylucid says
+
+
+def test_reductions_of_a_0d_array_are_0d(client) -> None:
+    # Before: the result reported shape () but computed to shape (1,).
+    A = np.float32(3.5)
+    z = da.from_array(A)
+    for f, kd in [(f, kd) for f in ("amin", "amax", "argmin", "argmax") for kd in (False, True)]:
+        r = getattr(pdk, f)(z, keepdims=kd)
+        got = r.compute()
+        assert r.shape == () and np.shape(got) == (), (f, kd, np.shape(got))
+        assert same_bits(np.asarray(got), whole(f, np.asarray(A), None, kd)), (f, kd)
+    loss = pdk.amax(z)
+    (g,) = pdk.grad(lambda z: pdk.amax(z), z)
+    assert g.shape == () and same_bits(np.asarray(g.compute()), np.array(1.0, np.float32))
+    assert float(loss.compute()) == 3.5
+
+
+@pytest.mark.parametrize("chunks", [((2, 0, 3),), ((0, 5),), ((5, 0),), ((1, 0, 0, 4),)])
+def test_zero_size_chunks_are_skipped(client, chunks) -> None:
+    # Before: "cannot reduce over a zero-size slice" from inside a task
+    # (x[x > 0].compute_chunk_sizes() makes such chunks).
+    A = np.array([1.0, 5.0, np.nan, 5.0, -2.0])
+    B = np.array([1.0, 5.0, 2.0, 5.0, -2.0])
+    for X in (A, B):
+        x = da.from_array(X, chunks=chunks)
+        assert x.chunks == chunks
+        for f in ("amin", "amax", "argmin", "argmax"):
+            assert same_bits(np.asarray(getattr(pdk, f)(x).compute()), whole(f, X)), (f, X)
+            assert same_bits(np.asarray(getattr(pdk, f)(x, axis=0).compute()), whole(f, X, 0)), (f, X)
+        for f in ("amin", "amax"):
+            (g,) = pdk.grad(lambda x: getattr(pdk, f)(x).sum(), x)
+            t = pylucid.tensor(X, requires_grad=True)
+            getattr(ops, f)(t).backward()
+            assert same_bits(g.compute(), t.grad.numpy()), (f, X)
+
+
+def test_zero_size_chunks_in_two_dims(client) -> None:
+    M = data((3, 4), np.float64, 7)
+    m = da.from_array(M, chunks=((1, 0, 2), (2, 0, 2)))
+    for f in ("amin", "amax", "argmin", "argmax"):
+        for ax in (None, 0, 1):
+            assert same_bits(np.asarray(getattr(pdk, f)(m, axis=ax).compute()), whole(f, M, ax)), (f, ax)
+    (g,) = pdk.grad(lambda m: pdk.amax(m, axis=1).sum(), m)
+    t = pylucid.tensor(M, requires_grad=True)
+    ops.amax(t, 1).sum().backward()
+    assert same_bits(g.compute(), t.grad.numpy())
+    y = da.from_array(np.array([-1.0, 2.0, -3.0, 4.0, 5.0, -6.0]), chunks=2)
+    pos = y[y > 0].compute_chunk_sizes()
+    assert pdk.amin(pos).compute() == 2.0 and pdk.argmax(pos).compute() == 2

@@ -652,3 +652,37 @@ def test_ctrl_c_during_one_long_op():
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     assert "SUMS_AFTER" in r.stdout and "AFTER_OK" in r.stdout, out
+
+
+# ---- dims past int64 and keepdim without a dim (found by a hostile run) ----
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, d: pylucid.ops.amax(x, d), lambda x, d: pylucid.ops.amin(x, (0, d)), lambda x, d: pylucid.ops.argmax(x, d),
+    lambda x, d: pylucid.ops.max(x, d), lambda x, d: pylucid.ops.sum(x, d), lambda x, d: x.amax(d, keepdim=True),
+    lambda x, d: pylucid.ops.amax(x, d, out=pylucid.zeros(3)), lambda x, d: np.amax(x, axis=d),
+], ids=["amax", "amin tuple", "argmax", "max", "sum", "method", "out=", "np.amax"])
+@pytest.mark.parametrize("d", [2**63, -2**63 - 1, 2**100])
+def test_a_dim_past_int64_is_out_of_range_for_the_op(call, d) -> None:
+    # Before: OverflowError "int too big to convert", naming no op.
+    x = pylucid.tensor(np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"^(amax|amin|argmax|max|sum): dimension %d out of range for a 2-d tensor$"
+                       % d):
+        call(x, d)
+
+
+@pytest.mark.parametrize("name", ["min", "max"])
+def test_min_and_max_without_a_dim_take_keepdim(name) -> None:
+    # Before: TypeError, although docs/semantics.md promises amin's shape.
+    a = np.array([[3.0, -1.0, 2.0], [0.5, 4.0, -1.0]], np.float32)
+    x = pylucid.tensor(a, requires_grad=True)
+    y = getattr(pylucid.ops, name)(x, None, keepdim=True)
+    z = getattr(x, name)(keepdim=True)
+    want = getattr(np, name)(a, keepdims=True)
+    for r in (y, z):
+        assert r.shape == (1, 1)
+        np.testing.assert_array_equal(r.detach().numpy(), want)
+    y.sum().backward()
+    one_hot = np.zeros_like(a)
+    one_hot[np.unravel_index(getattr(np, "arg" + name)(a), a.shape)] = 1
+    np.testing.assert_array_equal(x.grad.numpy(), one_hot)

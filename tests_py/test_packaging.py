@@ -215,7 +215,7 @@ def test_python_fallback_path_passes_the_spec_tests(tmp_path: pathlib.Path) -> N
     assert " passed" in out.stdout and "failed" not in out.stdout
 
 
-SHIPPED_DIRS = ["core", "capi", "python/pylucid", "examples", "tests_py", "tests_go", "docs", "tools", "bench", ".ci"]
+SHIPPED_DIRS = ["core", "capi", "python/pylucid", "python/csrc", "examples", "tests_py", "tests_go", "docs", "tools", "bench", ".ci"]
 BUILD_OUTPUTS = re.compile(r"(^|/)(__pycache__|_native|\.pytest_cache|\.mypy_cache|out)(/|$)|\.(so|pyc|dylib|dll)$")
 
 

@@ -273,7 +273,7 @@ def test_twenty_sgd_steps_equal_torch_minimum():
 
 
 def _address(p):
-    return p._array_interface()["data"][0]
+    return p.data_ptr()
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ package autograd
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -61,17 +62,19 @@ var ErrGraphFreed = errors.New("Trying to backward through the graph a second ti
 	"retain_graph=True if you need to backward through the graph a second time or if you need " +
 	"to access saved tensors after calling backward.")
 
-// Saved holds a node's saved tensors and whether they were released. Op
-// nodes embed it.
+// Saved holds a node's saved tensors, the version of each at save time
+// (tensor.Version), and whether they were released. Op nodes embed it.
 type Saved struct {
 	mu       sync.Mutex
 	tensors  []*tensor.Tensor
+	versions []uint32
 	released bool
 	buf      [2]*tensor.Tensor // room for the common case, so Save copies without allocating
+	vbuf     [2]uint32
 }
 
 // Save records tensors for the backward pass (a copy of the list: ts may be
-// reused by the caller).
+// reused by the caller) with their versions.
 func (s *Saved) Save(ts ...*tensor.Tensor) {
 	for _, t := range ts {
 		if t != nil {
@@ -81,18 +84,33 @@ func (s *Saved) Save(ts ...*tensor.Tensor) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(ts) == 0 {
-		s.tensors = nil
+		s.tensors, s.versions = nil, nil
 		return
 	}
 	s.tensors = append(s.buf[:0:len(s.buf)], ts...)
+	s.versions = s.vbuf[:0:len(s.vbuf)]
+	for _, t := range ts {
+		var v uint32
+		if t != nil {
+			v = t.Version()
+		}
+		s.versions = append(s.versions, v)
+	}
 }
 
-// Tensors returns the saved tensors, or ErrGraphFreed after Release.
+// Tensors returns the saved tensors, ErrGraphFreed after Release, or a
+// *ModifiedError when one was written in place since it was saved.
 func (s *Saved) Tensors() ([]*tensor.Tensor, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.released {
 		return nil, ErrGraphFreed
+	}
+	for i, t := range s.tensors {
+		if t != nil && t.Version() != s.versions[i] {
+			return nil, &ModifiedError{Index: i, Dtype: t.Dtype(), Shape: t.Shape(), Version: t.Version(),
+				Expected: s.versions[i]}
+		}
 	}
 	return s.tensors, nil
 }
@@ -101,7 +119,40 @@ func (s *Saved) Tensors() ([]*tensor.Tensor, error) {
 func (s *Saved) Release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.tensors, s.released, s.buf = nil, true, [2]*tensor.Tensor{}
+	s.tensors, s.versions, s.released, s.buf, s.vbuf = nil, nil, true, [2]*tensor.Tensor{}, [2]uint32{}
+}
+
+// ModifiedError says that a tensor a node saved was written in place (out=,
+// an in-place method) after it was saved, so the node's gradient would be
+// computed from other values than the forward pass used. Node names the
+// node once the engine knows it (WithNode).
+type ModifiedError struct {
+	Node              string
+	Index             int // which saved tensor
+	Dtype             dtype.Dtype
+	Shape             []int
+	Version, Expected uint32
+}
+
+// WithNode returns a copy of e naming the node that saved the tensor.
+func (e *ModifiedError) WithNode(name string) *ModifiedError {
+	c := *e
+	c.Node = name
+	return &c
+}
+
+// Error says which tensor changed, from which version to which, as
+// PyTorch's "modified by an inplace operation" does.
+func (e *ModifiedError) Error() string {
+	by := "a node"
+	if e.Node != "" {
+		by = e.Node
+	}
+	return fmt.Sprintf("one of the variables needed for gradient computation has been modified by an inplace "+
+		"operation: the %v tensor of shape %s that %s saved (saved tensor %d) is at version %d; expected version "+
+		"%d instead. Hint: an in-place write (out=, or a method ending in _) changed it after the forward pass; "+
+		"write into a copy instead, or make the in-place change after backward.",
+		e.Dtype, tensor.FormatShape(e.Shape), by, e.Index, e.Version, e.Expected)
 }
 
 // AccumulateGrad is the node through which gradients reach a leaf tensor.

@@ -37,6 +37,9 @@ func (n *node) Inputs() []autograd.InputMeta { return n.inputs }
 func (n *node) Apply(grads []*tensor.Tensor, createGraph bool) ([]*tensor.Tensor, error) {
 	saved, err := n.Tensors()
 	if err != nil {
+		if m, ok := err.(*autograd.ModifiedError); ok {
+			return nil, m.WithNode(n.spec.node)
+		}
 		return nil, err
 	}
 	c := &Context{Backend: n.backend, GradEnabled: createGraph}

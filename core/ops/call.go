@@ -56,6 +56,20 @@ func callOut(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs []*te
 	if err := checkOuts(c, s, in, outs); err != nil {
 		return nil, err
 	}
+	res, err := callOutChecked(c, s, in, attrs, outs)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range outs {
+		if o != nil {
+			o.BumpVersion() // an in-place write: nodes that saved o see it (autograd.Saved)
+		}
+	}
+	return res, nil
+}
+
+// callOutChecked is callOut once the outs passed checkOuts.
+func callOutChecked(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	// The binary elementwise ops write straight into out: their result
 	// shape and dtype are known before any work, and their kernels read
 	// element i of every input before writing element i of the output.

@@ -41,7 +41,6 @@ type Storage struct {
 	// unmatched release would borrow from the host count.
 	holds    atomic.Int64
 	readOnly bool
-	shared   atomic.Bool
 	// goMemory: the bytes are Go heap memory (an Allocator that returned no
 	// free function), which foreign code may only keep once pinned.
 	goMemory bool
@@ -49,7 +48,13 @@ type Storage struct {
 	// which is why a pin on them is given back with the last host handle,
 	// not by a cleanup (see PinnedPointer).
 	inline bool
+	shared atomic.Bool
 	pinned atomic.Bool
+	// version counts the in-place writes into the storage through the
+	// library (Tensor.BumpVersion): autograd nodes record it with each
+	// tensor they save and refuse to run on one written since (PyTorch's
+	// version counter, shared by every view of the storage).
+	version atomic.Uint32
 }
 
 // ownedMemory frees allocator memory exactly once: early (ReleaseHandle) or

@@ -69,6 +69,15 @@ const (
 	flagKept
 )
 
+// Version returns the number of in-place writes into t's storage through
+// the library so far (BumpVersion); views of one storage share it.
+func (t *Tensor) Version() uint32 { return t.storage.version.Load() }
+
+// BumpVersion records an in-place write into t's elements (out=, an
+// in-place method), so that a node that saved a view of the same storage
+// sees it changed (autograd.Saved).
+func (t *Tensor) BumpVersion() { t.storage.version.Add(1) }
+
 // MaxDims is the largest supported number of dimensions.
 const MaxDims = 64
 

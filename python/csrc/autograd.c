@@ -331,3 +331,251 @@ PyObject *hot_set_grad(PyObject *mod, PyObject *args) {
     }
     Py_RETURN_NONE;
 }
+
+/* ---- NodeBase: the C base type of pylucid's autograd nodes (Tensor.grad_fn) ----
+ * It owns a node handle from the moment the library hands it out, so that
+ * nothing can drop it unreleased (a node keeps its whole graph alive). */
+typedef struct {
+    PyObject_HEAD
+    long long h;
+    PyObject *weaklist;
+} NodeObject;
+
+PyTypeObject *node_type; /* pylucid.tensor.Node, a subclass (init) */
+static allocfunc node_alloc;
+
+static void node_dealloc(PyObject *self) {
+    NodeObject *n = (NodeObject *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    if (n->weaklist != NULL) {
+        PyObject_ClearWeakRefs(self);
+    }
+    if (n->h != 0 && !forked) {
+        lucid_release(n->h);
+    }
+    n->h = 0;
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyMemberDef node_members[] = {
+    {"_h", T_LONGLONG, offsetof(NodeObject, h), READONLY, "the node handle"},
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(NodeObject, weaklist), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot node_slots[] = {
+    {Py_tp_dealloc, (void *)node_dealloc},
+    {Py_tp_members, node_members},
+    {Py_tp_doc, (void *)"The C part of an autograd node: its handle, released when the node is dropped."},
+    {0, NULL},
+};
+
+PyType_Spec node_spec = {
+    "pylucid._hot.NodeBase", sizeof(NodeObject), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, node_slots,
+};
+
+int set_node_type(PyObject *tp) {
+    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)tp, Py_tp_alloc);
+    if (alloc == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "node type has no tp_alloc");
+        }
+        return -1;
+    }
+    set_ref((PyObject **)&node_type, tp);
+    node_alloc = alloc;
+    return 0;
+}
+
+/* A new Node owning handle h (0: None); on failure h is released. */
+static PyObject *new_node(int64_t h) {
+    if (h == 0) {
+        Py_RETURN_NONE;
+    }
+    NodeObject *n = node_alloc != NULL ? (NodeObject *)node_alloc(node_type, 0) : NULL;
+    if (n == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_RuntimeError, "pylucid: no node type registered");
+        }
+        lucid_release(h);
+        return NULL;
+    }
+    n->h = h;
+    return (PyObject *)n;
+}
+
+/* grad_fn(t): t's node, or None for a leaf. */
+PyObject *hot_grad_fn(PyObject *mod, PyObject *t) {
+    (void)mod;
+    if (forked) {
+        return fork_error();
+    }
+    if (tensor_type == NULL || !PyObject_TypeCheck(t, tensor_type)) {
+        PyErr_SetString(PyExc_TypeError, "grad_fn() expects a pylucid.Tensor");
+        return NULL;
+    }
+    int64_t h = 0;
+    int rc = lucid_grad_fn(((TensorBase *)t)->h, &h);
+    return rc ? status_error(rc) : new_node(h);
+}
+
+/* node_next(node): next_functions, a tuple of (Node or None, output number). */
+PyObject *hot_node_next(PyObject *mod, PyObject *node) {
+    (void)mod;
+    if (forked) {
+        return fork_error();
+    }
+    if (node_type == NULL || !PyObject_TypeCheck(node, node_type)) {
+        PyErr_SetString(PyExc_TypeError, "node_next() expects a pylucid autograd node");
+        return NULL;
+    }
+    int64_t small_nodes[16], *nodes = small_nodes;
+    int32_t small_outs[16], *outs = small_outs, cap = 16, count = 0;
+    int rc;
+    for (;;) {
+        rc = lucid_node_next(((NodeObject *)node)->h, nodes, outs, cap, &count);
+        if (rc || count <= cap) {
+            break;
+        }
+        /* nothing was handed out: retry with room for all */
+        if (nodes != small_nodes) {
+            PyMem_Free(nodes);
+            PyMem_Free(outs);
+        }
+        cap = count;
+        nodes = PyMem_Malloc((size_t)cap * sizeof *nodes);
+        outs = PyMem_Malloc((size_t)cap * sizeof *outs);
+        if (nodes == NULL || outs == NULL) {
+            PyMem_Free(nodes);
+            PyMem_Free(outs);
+            return PyErr_NoMemory();
+        }
+    }
+    PyObject *r = NULL;
+    if (rc) {
+        status_error(rc);
+        goto done;
+    }
+    /* Every handle is owned as soon as it is wrapped; the unwrapped rest is
+     * released on failure. */
+    int32_t i = 0;
+    r = PyTuple_New(count);
+    for (; r != NULL && i < count; i++) {
+        PyObject *n = new_node(nodes[i]);
+        PyObject *pair = n == NULL ? NULL : Py_BuildValue("(Ni)", n, (int)outs[i]);
+        if (pair == NULL) {
+            Py_CLEAR(r);
+            i++;
+            break;
+        }
+        PyTuple_SetItem(r, i, pair);
+    }
+    for (; r == NULL && i < count; i++) {
+        if (nodes[i] != 0) {
+            lucid_release(nodes[i]);
+        }
+    }
+done:
+    if (nodes != small_nodes) {
+        PyMem_Free(nodes);
+        PyMem_Free(outs);
+    }
+    return r;
+}
+
+/* Tensors for n gradient handles (0: None), each owned as soon as it is
+ * wrapped: a list, or NULL with every handle not yet owned released. */
+static PyObject *grad_list(const int64_t *hs, int32_t n) {
+    PyObject *l = PyList_New(n);
+    int32_t i = 0;
+    for (; l != NULL && i < n; i++) {
+        PyObject *g = hs[i] == 0 ? Py_NewRef(Py_None) : tensor_from_handle(hs[i], NULL);
+        if (g == NULL) {
+            Py_CLEAR(l);
+            i++;
+            break;
+        }
+        PyList_SetItem(l, i, g);
+    }
+    for (; l == NULL && i < n; i++) {
+        if (hs[i] != 0) {
+            lucid_release(hs[i]);
+        }
+    }
+    return l;
+}
+
+/* backward_next(run): runs a started backward until it is done (None) or
+ * a Python Function must run: (its id, its output gradients as a list of
+ * Tensors or None, whether to free its saved state afterwards). */
+PyObject *hot_backward_next(PyObject *mod, PyObject *run) {
+    (void)mod;
+    if (forked) {
+        return fork_error();
+    }
+    long long h = PyLong_AsLongLong(run);
+    if (h == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    int64_t fid = 0, small[64], *grads = small;
+    int32_t cap = 64, n = 0, release = 0;
+    int rc;
+    for (;;) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = lucid_backward_next(h, &fid, grads, cap, &n, &release);
+        Py_END_ALLOW_THREADS
+        if (!(rc == LUCID_EVALUE && n > cap)) {
+            break;
+        }
+        if (grads != small) { /* too small: the function waits for a retry with room for all */
+            PyMem_Free(grads);
+        }
+        cap = n;
+        if ((grads = PyMem_Malloc((size_t)cap * sizeof *grads)) == NULL) {
+            return PyErr_NoMemory();
+        }
+    }
+    PyObject *r = NULL;
+    if (rc) {
+        status_error(rc);
+    } else if (fid == 0) {
+        r = Py_NewRef(Py_None);
+    } else {
+        PyObject *l = grad_list(grads, n);
+        r = l == NULL ? NULL : Py_BuildValue("(LNO)", (long long)fid, l, release ? Py_True : Py_False);
+    }
+    if (grads != small) {
+        PyMem_Free(grads);
+    }
+    return r;
+}
+
+/* backward_result(run, n): the gradients of a finished grad() run's n
+ * inputs, a list of Tensors or None (unused inputs). */
+PyObject *hot_backward_result(PyObject *mod, PyObject *args) {
+    (void)mod;
+    long long h;
+    int n;
+    if (!PyArg_ParseTuple(args, "Li", &h, &n)) {
+        return NULL;
+    }
+    if (forked) {
+        return fork_error();
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "backward_result: negative count");
+        return NULL;
+    }
+    int64_t small[MAX_GRAD_ARGS], *hs = n <= MAX_GRAD_ARGS ? small : PyMem_Calloc((size_t)n, sizeof *hs);
+    if (hs == NULL) {
+        return PyErr_NoMemory();
+    }
+    int rc = lucid_backward_result(h, hs, n);
+    PyObject *r = rc ? status_error(rc) : grad_list(hs, n);
+    if (hs != small) {
+        PyMem_Free(hs);
+    }
+    return r;
+}

@@ -42,9 +42,45 @@ PyObject *hot_set_mode(PyObject *mod, PyObject *v) {
     Py_RETURN_NONE;
 }
 
+PyObject *last_error_message(void) {
+    char small[512], *msg = small, *big = NULL;
+    int n = lucid_errmsg(small, sizeof small);
+    if (n >= (int)sizeof small && (big = PyMem_Malloc((size_t)n + 1)) != NULL) {
+        lucid_errmsg(big, (size_t)n + 1);
+        msg = big;
+    }
+    PyObject *s = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
+    PyMem_Free(big);
+    return s;
+}
+
+/* Raises the library's error for status rc of the last call on this thread
+ * (lucid_errmsg), as _lib.raise_status does, and returns NULL. The message
+ * is read before anything can run Python code: a finalizer that ran first
+ * and failed a call of its own would replace it. */
 PyObject *status_error(int rc) {
-    PyObject *r = PyObject_CallFunction(raise_status, "i", rc);
-    Py_XDECREF(r); /* raise_status always raises */
+    PyObject *s = last_error_message();
+    PyObject *exc;
+    switch (rc) {
+    case LUCID_EVALUE:
+        exc = PyExc_ValueError;
+        break;
+    case LUCID_ETYPE:
+        exc = PyExc_TypeError;
+        break;
+    case LUCID_EOVERFLOW:
+        exc = PyExc_OverflowError;
+        break;
+    case LUCID_ENOMEM:
+        exc = PyExc_MemoryError;
+        break;
+    default: /* LUCID_ERUNTIME, LUCID_EPANIC and anything else */
+        exc = PyExc_RuntimeError;
+    }
+    if (s != NULL) {
+        PyErr_SetObject(exc, s);
+        Py_DECREF(s);
+    }
     return NULL;
 }
 
@@ -150,29 +186,55 @@ done:
  * through the Python side's cached descriptor, out_desc_address, which
  * raises its errors); anything else takes the Python path. Returns out
  * itself. */
+/* Describes out (an out= argument) in *desc, with shape and strides (room
+ * for LUCID_MAX_DIMS + 1 each) as its arrays: an ndarray the C path does
+ * not describe itself through the Python side's cached descriptor
+ * (out_desc_address), copied (another thread may drop it from the cache
+ * while the call runs). Returns 1, 0 when out is neither a Tensor nor an
+ * ndarray, -1 with an exception set (out_desc's errors: a read-only array,
+ * odd strides). */
+static int describe_out(PyObject *out, lucid_out *desc, int64_t *shape, int64_t *strides) {
+    if (is_tensor(out) || (tensor_type != NULL && PyObject_TypeCheck(out, tensor_type))) {
+        memset(desc, 0, sizeof *desc);
+        desc->handle = ((TensorBase *)out)->h;
+        return 1;
+    }
+    if (ndarray_out(out, desc, shape, strides)) {
+        return 1;
+    }
+    if (out_desc_address == NULL || ndarray_type == NULL || !PyObject_TypeCheck(out, ndarray_type)) {
+        return 0;
+    }
+    PyObject *addr = PyObject_CallFunctionObjArgs(out_desc_address, out, NULL);
+    if (addr == NULL) {
+        return -1;
+    }
+    const lucid_out *d = (const lucid_out *)PyLong_AsVoidPtr(addr);
+    Py_DECREF(addr);
+    if (d == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_SystemError, "out_desc_address returned NULL");
+        }
+        return -1;
+    }
+    *desc = *d;
+    int nd = d->ndim < 0 ? 0 : d->ndim > LUCID_MAX_DIMS ? LUCID_MAX_DIMS : d->ndim;
+    memcpy(shape, d->shape, (size_t)nd * sizeof *shape);
+    memcpy(strides, d->strides, (size_t)nd * sizeof *strides);
+    desc->shape = shape;
+    desc->strides = strides;
+    return 1;
+}
+
 static PyObject *binary_out(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *out,
                             const int64_t *in, int keep) {
     PyObject *op = args[0];
     lucid_out desc;
     int64_t shape[LUCID_MAX_DIMS + 1], strides[LUCID_MAX_DIMS + 1];
     const lucid_out *d = &desc;
-    if (is_tensor(out)) {
-        memset(&desc, 0, sizeof desc);
-        desc.handle = ((TensorBase *)out)->h;
-    } else if (ndarray_out(out, &desc, shape, strides)) {
-        /* desc describes out */
-    } else if (out_desc_address != NULL && PyObject_TypeCheck(out, ndarray_type)) {
-        PyObject *addr = PyObject_CallFunctionObjArgs(out_desc_address, out, NULL);
-        if (addr == NULL) {
-            return NULL;
-        }
-        d = (const lucid_out *)PyLong_AsVoidPtr(addr);
-        Py_DECREF(addr);
-        if (d == NULL && PyErr_Occurred()) {
-            return NULL;
-        }
-    } else {
-        return binary_fallback(args, nargs, kwnames);
+    int described = describe_out(out, &desc, shape, strides);
+    if (described <= 0) {
+        return described < 0 ? NULL : binary_fallback(args, nargs, kwnames);
     }
     int32_t code, mode;
     if (op_code(op, &code) < 0 || check_kind(code, OP_BINARY, "binary op") < 0 || current_mode(&mode) < 0) {
@@ -382,6 +444,309 @@ static int await_job(int64_t *meta) {
             return -1;
         }
     }
+}
+
+int ints_arg(PyObject *seq, int64_t *out, int cap, const char *what) {
+    int list = PyList_Check(seq);
+    if (!list && !PyTuple_Check(seq)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a tuple or list of ints", what);
+        return -1;
+    }
+    Py_ssize_t n = list ? PyList_Size(seq) : PyTuple_Size(seq);
+    if (n > cap) {
+        PyErr_Format(PyExc_ValueError, "%s: at most %d values are supported, got %zd", what, cap, n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = list ? PyList_GetItem(seq, i) : PyTuple_GetItem(seq, i); /* borrowed */
+        out[i] = PyLong_AsLongLong(x);
+        if (out[i] == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    return (int)n;
+}
+
+PyObject *type_name(PyObject *o) { return PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__name__"); }
+
+/* At most this many inputs, attributes and outputs of call() live on the
+ * stack (more: the heap). */
+#define CALL_STACK 8
+#define CALL_ATTRS 72
+
+/* Whether op inputs with these shapes (Tensors' shape tuples, NULL for an
+ * absent input) broadcast to at most GIL_KEEP_ELEMS elements (small_dims
+ * over all of them). */
+static int small_inputs(PyObject *ins) {
+    int64_t acc[LUCID_MAX_DIMS], dims[LUCID_MAX_DIMS], next[LUCID_MAX_DIMS];
+    int na = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_Size(ins); i++) {
+        PyObject *t = PyTuple_GetItem(ins, i);
+        if (t == Py_None) {
+            continue;
+        }
+        int nd = shape_dims(((TensorBase *)t)->shape, dims);
+        if (nd < 0 || !small_dims(acc, na, dims, nd)) {
+            return 0;
+        }
+        int m = nd > na ? nd : na; /* acc becomes the broadcast extents so far */
+        for (int k = 1; k <= m; k++) {
+            int64_t x = k <= na ? acc[na - k] : 1, y = k <= nd ? dims[nd - k] : 1;
+            next[m - k] = x > y ? x : y;
+        }
+        memcpy(acc, next, (size_t)m * sizeof *acc);
+        na = m;
+    }
+    return 1;
+}
+
+/* The outputs a successful call described in meta (nout blocks of
+ * LUCID_META_LEN): the given out= object where there was one (given[i]
+ * not NULL), else a new Tensor owning its handle (sharing like's shape
+ * tuple where it can). One object for nout == 1, else a tuple. On failure
+ * every handle not yet owned is released. */
+static PyObject *call_results(const int64_t *meta, Py_ssize_t nout, PyObject *const *given, PyObject *like) {
+    PyObject *objs[CALL_STACK], **o = objs, *r = NULL;
+    if (nout > CALL_STACK && (o = PyMem_Calloc((size_t)nout, sizeof *o)) == NULL) {
+        PyErr_NoMemory();
+        goto release;
+    }
+    for (Py_ssize_t i = 0; i < nout; i++) {
+        if (given != NULL && given[i] != NULL) {
+            o[i] = Py_NewRef(given[i]);
+            continue;
+        }
+        o[i] = from_meta_like(meta + i * LUCID_META_LEN, like); /* owns, or released, its handle */
+        if (o[i] == NULL) {
+            for (Py_ssize_t j = i + 1; j < nout; j++) {
+                if (given == NULL || given[j] == NULL) {
+                    lucid_release(meta[j * LUCID_META_LEN]);
+                }
+            }
+            for (Py_ssize_t j = 0; j < i; j++) {
+                Py_DECREF(o[j]);
+            }
+            goto done;
+        }
+    }
+    if (nout == 1) {
+        r = o[0];
+    } else if ((r = PyTuple_New(nout)) != NULL) {
+        for (Py_ssize_t i = 0; i < nout; i++) {
+            PyTuple_SetItem(r, i, o[i]);
+        }
+    } else {
+        for (Py_ssize_t i = 0; i < nout; i++) {
+            Py_DECREF(o[i]);
+        }
+    }
+done:
+    if (o != objs) {
+        PyMem_Free(o);
+    }
+    return r;
+release:
+    for (Py_ssize_t j = 0; j < nout; j++) {
+        if (given == NULL || given[j] == NULL) {
+            lucid_release(meta[j * LUCID_META_LEN]);
+        }
+    }
+    return NULL;
+}
+
+/* call(op, ins, attrs, out, nout, nograd): any op through lucid_op_n (and
+ * the wait for the job a long reduction starts, which Ctrl-C cancels). ins:
+ * a tuple of Tensors (None: an absent optional input); attrs: a sequence of
+ * ints (lucid.h) or None; out: None, or the out= argument (a Tensor or
+ * ndarray; a tuple of nout of them, or None, when nout > 1); nograd: record
+ * no graph whatever the mode. Returns the result (nout == 1) or a tuple of
+ * results, where out gave one that very object. Every result is owned by
+ * its Python object before anything can raise (a signal's
+ * KeyboardInterrupt included): nothing is ever leaked. */
+PyObject *hot_call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 6 || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "call(op, ins tuple, attrs, out, nout, nograd)");
+        return NULL;
+    }
+    if (forked) {
+        return fork_error();
+    }
+    int32_t code, mode;
+    long nout = PyLong_AsLong(args[4]);
+    int nograd = PyObject_IsTrue(args[5]);
+    if (op_code(args[0], &code) < 0 || (nout == -1 && PyErr_Occurred()) || nograd < 0 || current_mode(&mode) < 0) {
+        return NULL;
+    }
+    if (nout < 1 || nout > CALL_STACK) {
+        PyErr_Format(PyExc_ValueError, "call: %ld outputs", nout);
+        return NULL;
+    }
+    if (nograd) {
+        mode &= ~LUCID_MODE_GRAD;
+    }
+    PyObject *ins = args[1];
+    Py_ssize_t nin = PyTuple_Size(ins);
+    int64_t in[CALL_STACK], attrs[CALL_ATTRS];
+    if (nin > CALL_STACK) {
+        PyErr_Format(PyExc_ValueError, "call: %zd inputs", nin);
+        return NULL;
+    }
+    PyObject *like = NULL;
+    for (Py_ssize_t i = 0; i < nin; i++) {
+        PyObject *x = PyTuple_GetItem(ins, i);
+        if (x == Py_None) {
+            in[i] = 0;
+        } else if (tensor_type != NULL && PyObject_TypeCheck(x, tensor_type)) {
+            in[i] = ((TensorBase *)x)->h;
+            like = like != NULL ? like : x;
+        } else {
+            PyErr_Format(PyExc_TypeError, "call: input %zd is not a pylucid.Tensor", i);
+            return NULL;
+        }
+    }
+    int nattrs = args[2] == Py_None ? 0 : ints_arg(args[2], attrs, CALL_ATTRS, "call: attrs");
+    if (nattrs < 0) {
+        return NULL;
+    }
+    /* out=: described before any work (out_desc's errors leave nothing made) */
+    PyObject *out = args[3], *given[CALL_STACK] = {NULL};
+    lucid_out descs[CALL_STACK];
+    int64_t oshape[CALL_STACK][LUCID_MAX_DIMS + 1], ostrides[CALL_STACK][LUCID_MAX_DIMS + 1];
+    int n_given = 0;
+    if (out != Py_None) {
+        if (nout == 1) {
+            given[0] = out;
+        } else {
+            if (!(PyTuple_Check(out) || PyList_Check(out)) || PySequence_Size(out) != nout) {
+                PyErr_Format(PyExc_TypeError, "out must be a tuple of %ld tensors or arrays", nout);
+                return NULL;
+            }
+            for (long i = 0; i < nout; i++) {
+                PyObject *o = PyTuple_Check(out) ? PyTuple_GetItem(out, i) : PyList_GetItem(out, i); /* borrowed */
+                given[i] = o == Py_None ? NULL : o;
+            }
+        }
+        for (long i = 0; i < nout; i++) {
+            if (given[i] == NULL) {
+                memset(&descs[i], 0, sizeof descs[i]);
+                descs[i].dtype = -1; /* a fresh output */
+                continue;
+            }
+            int r = describe_out(given[i], &descs[i], oshape[i], ostrides[i]);
+            if (r < 0) {
+                return NULL;
+            }
+            if (r == 0) {
+                PyObject *name = type_name(given[i]);
+                if (name != NULL) {
+                    PyErr_Format(PyExc_TypeError, "out must be a pylucid.Tensor or a numpy.ndarray, got %U", name);
+                    Py_DECREF(name);
+                }
+                return NULL;
+            }
+        }
+        n_given = (int)nout;
+    }
+    int64_t small_meta[2 * LUCID_META_LEN], *meta = small_meta;
+    if (nout > 2 && (meta = PyMem_Malloc((size_t)nout * LUCID_META_LEN * sizeof *meta)) == NULL) {
+        return PyErr_NoMemory();
+    }
+    int rc;
+    NATIVE_CALL(small_inputs(ins), rc = lucid_op_n(code, in, (int32_t)nin, nattrs ? attrs : NULL, nattrs,
+                                                         n_given ? descs : NULL, n_given,
+                                                         mode | LUCID_MODE_INTERRUPTIBLE, meta));
+    if (rc == LUCID_PENDING) {
+        rc = await_job(meta);
+    }
+    PyObject *res = rc == 0 ? call_results(meta, nout, n_given ? given : NULL, like) : rc < 0 ? NULL : status_error(rc);
+    if (meta != small_meta) {
+        PyMem_Free(meta);
+    }
+    return res;
+}
+
+/* call_jvp(op, ins, tangents, attrs, nout): forward mode's call of op
+ * (lucid_op_jvp): (outputs, their tangents), tuples of nout, a tangent None
+ * where it is zero. ins and tangents: tuples of Tensors or None. Every
+ * result is owned by its Python object before anything can raise. */
+PyObject *hot_call_jvp(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 5 || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]) ||
+        PyTuple_Size(args[1]) != PyTuple_Size(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "call_jvp(op, ins tuple, tangents tuple of the same length, attrs, nout)");
+        return NULL;
+    }
+    if (forked) {
+        return fork_error();
+    }
+    int32_t code, mode;
+    long nout = PyLong_AsLong(args[4]);
+    if (op_code(args[0], &code) < 0 || (nout == -1 && PyErr_Occurred()) || current_mode(&mode) < 0) {
+        return NULL;
+    }
+    Py_ssize_t nin = PyTuple_Size(args[1]);
+    if (nout < 1 || nout > CALL_STACK || nin > CALL_STACK) {
+        PyErr_Format(PyExc_ValueError, "call_jvp: %zd inputs, %ld outputs", nin, nout);
+        return NULL;
+    }
+    int64_t in[CALL_STACK], tin[CALL_STACK], attrs[CALL_ATTRS];
+    for (int k = 0; k < 2; k++) {
+        for (Py_ssize_t i = 0; i < nin; i++) {
+            PyObject *x = PyTuple_GetItem(args[1 + k], i);
+            int64_t h = 0;
+            if (x != Py_None) {
+                if (tensor_type == NULL || !PyObject_TypeCheck(x, tensor_type)) {
+                    PyErr_Format(PyExc_TypeError, "call_jvp: %s %zd is not a pylucid.Tensor", k ? "tangent" : "input", i);
+                    return NULL;
+                }
+                h = ((TensorBase *)x)->h;
+            }
+            (k ? tin : in)[i] = h;
+        }
+    }
+    int nattrs = args[3] == Py_None ? 0 : ints_arg(args[3], attrs, CALL_ATTRS, "call_jvp: attrs");
+    if (nattrs < 0) {
+        return NULL;
+    }
+    int64_t *meta = PyMem_Malloc((size_t)(2 * nout) * LUCID_META_LEN * sizeof *meta);
+    if (meta == NULL) {
+        return PyErr_NoMemory();
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = lucid_op_jvp(code, in, tin, (int32_t)nin, nattrs ? attrs : NULL, nattrs, mode, meta);
+    Py_END_ALLOW_THREADS
+    PyObject *res = NULL;
+    if (rc) {
+        status_error(rc);
+        goto done;
+    }
+    PyObject *parts[2] = {PyTuple_New(nout), PyTuple_New(nout)};
+    long i = 0; /* blocks 0..2*nout: the outputs, then their tangents */
+    for (; parts[0] != NULL && parts[1] != NULL && i < 2 * nout; i++) {
+        int64_t *m = meta + i * LUCID_META_LEN;
+        PyObject *x = m[0] == 0 ? Py_NewRef(Py_None) : from_meta(m); /* owns, or released, its handle */
+        if (x == NULL) {
+            i++;
+            break;
+        }
+        PyTuple_SetItem(parts[i / nout], i % nout, x);
+    }
+    if (i == 2 * nout && parts[0] != NULL && parts[1] != NULL && !PyErr_Occurred()) {
+        res = PyTuple_Pack(2, parts[0], parts[1]);
+    } else {
+        for (; i < 2 * nout; i++) {
+            if (meta[i * LUCID_META_LEN] != 0) {
+                lucid_release(meta[i * LUCID_META_LEN]);
+            }
+        }
+    }
+    Py_XDECREF(parts[0]);
+    Py_XDECREF(parts[1]);
+done:
+    PyMem_Free(meta);
+    return res;
 }
 
 /* reduce_all(op, a, keepdim): lucid_op over all dims (op: a reduction's id). */

@@ -56,6 +56,41 @@ PyObject *hot_dlpack_capsule(PyObject *mod, PyObject *args) {
     return c;
 }
 
+/* dlpack_export(t, versioned, copied): a DLPack capsule sharing the memory
+ * of t (a Tensor; lucid_dlpack_export), in one call: the managed tensor is
+ * owned by its capsule before anything can raise. The export's errors are
+ * BufferError (as the array API asks). */
+PyObject *hot_dlpack_export(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *t;
+    int versioned, copied;
+    if (!PyArg_ParseTuple(args, "Opp", &t, &versioned, &copied)) {
+        return NULL;
+    }
+    if (forked) {
+        return fork_error();
+    }
+    if (tensor_type == NULL || !PyObject_TypeCheck(t, tensor_type)) {
+        PyErr_SetString(PyExc_TypeError, "dlpack_export() expects a pylucid.Tensor");
+        return NULL;
+    }
+    void *managed = NULL;
+    int rc = lucid_dlpack_export(((TensorBase *)t)->h, versioned, copied, &managed);
+    if (rc) {
+        PyObject *msg = last_error_message();
+        if (msg != NULL) {
+            PyErr_SetObject(PyExc_BufferError, msg);
+            Py_DECREF(msg);
+        }
+        return NULL;
+    }
+    PyObject *c = PyCapsule_New(managed, versioned ? "dltensor_versioned" : "dltensor", dlpack_capsule_destructor);
+    if (c == NULL) {
+        dlpack_delete(managed, versioned);
+    }
+    return c;
+}
+
 /* dlpack_take(capsule): takes a producer's DLPack capsule for from_dlpack
  * (docs/interop.md). Returns (address of the managed tensor, versioned)
  * after renaming the capsule "used_dltensor[_versioned]", which tells the

@@ -36,7 +36,6 @@ extern allocfunc tensor_alloc;
 extern PyObject *by_code;          /* tuple: dtype code -> pylucid.dtype */
 extern PyObject *state;            /* the per-thread call state (its .mode) */
 extern PyObject *mode_name;
-extern PyObject *raise_status;     /* raise_status(rc): raises the library's error */
 extern PyObject *drain;            /* drain(): forget what the library handed back */
 extern PyObject *fallback_binary;  /* binary(op, a, b) in Python */
 extern PyObject *fallback_reduce;  /* reduce(op, a, None, keepdim) in Python */
@@ -46,6 +45,8 @@ extern PyTypeObject *ndarray_type; /* numpy.ndarray */
 extern int forward_levels;         /* forward-mode levels open in any thread (set_forward): then the
                                       Python path runs every op, to push tangents (autograd.jvp) */
 extern volatile int forked;
+/* Raises the RuntimeError of a call in a forked child (_lib.FORK_MESSAGE); NULL. */
+PyObject *fork_error(void);
 
 /* What each lucid_op id is, from the exported schemas (init): binary takes
  * only OP_BINARY ids, reduce_all only OP_REDUCTION ones. */
@@ -78,6 +79,18 @@ void flush_dead(void);
 int is_tensor(PyObject *o);
 PyObject *from_meta_like(const int64_t *m, PyObject *like);
 PyObject *from_meta(const int64_t *m);
+/* info as a meta array (lucid.h, LUCID_META_LEN), and the Tensor for it. */
+void info_meta(const lucid_tensor_info *info, int64_t *meta);
+PyObject *from_info(const lucid_tensor_info *info, PyObject *like);
+PyObject *tensor_from_handle(int64_t h, PyObject *like);
+void release_handle(TensorBase *t);
+PyObject *hot_detach(PyObject *mod, PyObject *t);
+PyObject *hot_view(PyObject *mod, PyObject *t);
+PyObject *hot_tensor_new(PyObject *mod, PyObject *args);
+PyObject *hot_scalar(PyObject *mod, PyObject *x);
+PyObject *hot_scalar_int(PyObject *mod, PyObject *args);
+PyObject *hot_borrow(PyObject *mod, PyObject *args);
+PyObject *hot_adopt(PyObject *mod, PyObject *args);
 PyObject *hot_flush(PyObject *mod, PyObject *unused);
 PyObject *hot_pending(PyObject *mod, PyObject *unused);
 PyObject *hot_gc_started(PyObject *mod, PyObject *unused);
@@ -106,6 +119,8 @@ PyObject *hot_release(PyObject *mod, PyObject *t);
     } while (0)
 
 int current_mode(int32_t *mode);
+/* The calling thread's last error message from the library (lucid_errmsg), a new str. */
+PyObject *last_error_message(void);
 PyObject *status_error(int rc);
 int shape_dims(PyObject *shape, int64_t *dims);
 int small_dims(const int64_t *da, int na, const int64_t *db, int nb);
@@ -114,6 +129,13 @@ int small_temp(int rc, const lucid_tensor_info *info, int64_t *h, int64_t *temp)
 PyObject *hot_set_mode(PyObject *mod, PyObject *v);
 PyObject *hot_binary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *hot_reduce_all(PyObject *mod, PyObject *args);
+PyObject *hot_call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *hot_call_jvp(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+/* The ints of a tuple or list (at most cap) into out: their count, or -1
+ * with an exception set (what names the argument). */
+int ints_arg(PyObject *seq, int64_t *out, int cap, const char *what);
+/* type(o).__name__, a new reference (NULL with an exception set). */
+PyObject *type_name(PyObject *o);
 
 /* ---- op.c ---- */
 extern PyType_Spec op_spec;
@@ -158,9 +180,17 @@ PyObject *hot_grad_run(PyObject *mod, PyObject *args);
 PyObject *hot_grad(PyObject *mod, PyObject *t);
 PyObject *hot_backward_run(PyObject *mod, PyObject *t);
 PyObject *hot_set_grad(PyObject *mod, PyObject *args);
+extern PyType_Spec node_spec;
+extern PyTypeObject *node_type;
+int set_node_type(PyObject *tp);
+PyObject *hot_grad_fn(PyObject *mod, PyObject *t);
+PyObject *hot_node_next(PyObject *mod, PyObject *node);
+PyObject *hot_backward_next(PyObject *mod, PyObject *run);
+PyObject *hot_backward_result(PyObject *mod, PyObject *args);
 
 /* ---- dlpack.c ---- */
 PyObject *hot_dlpack_capsule(PyObject *mod, PyObject *args);
+PyObject *hot_dlpack_export(PyObject *mod, PyObject *args);
 PyObject *hot_dlpack_take(PyObject *mod, PyObject *capsule);
 PyObject *hot_dlpack_borrow(PyObject *mod, PyObject *args);
 

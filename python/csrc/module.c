@@ -9,7 +9,6 @@ allocfunc tensor_alloc;
 PyObject *by_code;          /* tuple: dtype code -> pylucid.dtype */
 PyObject *state;            /* the per-thread call state (its .mode) */
 PyObject *mode_name;
-PyObject *raise_status;     /* raise_status(rc): raises the library's error */
 PyObject *drain;            /* drain(): forget what the library handed back */
 PyObject *fallback_binary;  /* binary(op, a, b) in Python */
 PyObject *fallback_reduce;  /* reduce(op, a, None, keepdim) in Python */
@@ -24,6 +23,12 @@ char op_kinds[MAX_OPS];
 int32_t n_ops;
 
 volatile int forked;
+static PyObject *fork_message; /* _lib.FORK_MESSAGE */
+
+PyObject *fork_error(void) {
+    PyErr_SetObject(PyExc_RuntimeError, fork_message != NULL ? fork_message : Py_None);
+    return NULL;
+}
 
 static void mark_forked(void) { forked = 1; }
 
@@ -85,19 +90,20 @@ static PyObject *hot_mark_forked(PyObject *mod, PyObject *unused) {
 }
 
 
-/* init(tensor_type, by_code, state, raise_status, drain, fallback_binary, fallback_reduce, kinds):
- * kinds is a bytes object, one byte per op id: 'b' a binary op, 'r' a
- * reduction, anything else an op these calls do not take. */
+/* init(tensor_type, node_type, by_code, state, drain, fallback_binary,
+ * fallback_reduce, kinds, fork_message): kinds is a bytes object, one byte
+ * per op id: 'b' a binary op, 'r' a reduction, anything else an op these
+ * calls do not take. */
 static PyObject *hot_init(PyObject *mod, PyObject *args) {
     (void)mod;
-    PyObject *tp, *codes, *st, *raiser, *drainer, *fb, *fr;
+    PyObject *tp, *ntp, *codes, *st, *drainer, *fb, *fr, *fmsg;
     const char *kinds;
     Py_ssize_t nkinds;
-    if (!PyArg_ParseTuple(args, "OOOOOOOy#", &tp, &codes, &st, &raiser, &drainer, &fb, &fr, &kinds, &nkinds)) {
+    if (!PyArg_ParseTuple(args, "OOOOOOOy#U", &tp, &ntp, &codes, &st, &drainer, &fb, &fr, &kinds, &nkinds, &fmsg)) {
         return NULL;
     }
-    if (!PyType_Check(tp) || !PyTuple_Check(codes) || nkinds > MAX_OPS) {
-        PyErr_SetString(PyExc_TypeError, "init(tensor_type, by_code tuple, ..., kinds of at most 1024 ops)");
+    if (!PyType_Check(tp) || !PyType_Check(ntp) || !PyTuple_Check(codes) || nkinds > MAX_OPS) {
+        PyErr_SetString(PyExc_TypeError, "init(tensor_type, node_type, by_code tuple, ..., kinds of at most 1024 ops)");
         return NULL;
     }
     allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)tp, Py_tp_alloc);
@@ -107,14 +113,17 @@ static PyObject *hot_init(PyObject *mod, PyObject *args) {
         }
         return NULL;
     }
+    if (set_node_type(ntp) < 0) {
+        return NULL;
+    }
     set_ref((PyObject **)&tensor_type, tp);
     tensor_alloc = alloc;
     set_ref(&by_code, codes);
     set_ref(&state, st);
-    set_ref(&raise_status, raiser);
     set_ref(&drain, drainer);
     set_ref(&fallback_binary, fb);
     set_ref(&fallback_reduce, fr);
+    set_ref(&fork_message, fmsg);
     memcpy(op_kinds, kinds, (size_t)nkinds);
     n_ops = (int32_t)nkinds;
     Py_RETURN_NONE;
@@ -125,6 +134,25 @@ static PyMethodDef hot_methods[] = {
     {"binary", (PyCFunction)(void (*)(void))hot_binary, METH_FASTCALL | METH_KEYWORDS,
      "binary(op, a, b): the op on two Tensors (others: the Python path)."},
     {"reduce_all", hot_reduce_all, METH_VARARGS, "reduce_all(op, a, keepdim): a one-output reduction over all dims."},
+    {"call", (PyCFunction)(void (*)(void))hot_call, METH_FASTCALL,
+     "call(op, ins, attrs, out, nout, nograd): any op; its results owned before anything can raise."},
+    {"call_jvp", (PyCFunction)(void (*)(void))hot_call_jvp, METH_FASTCALL,
+     "call_jvp(op, ins, tangents, attrs, nout): (outputs, tangents) of forward mode's call."},
+    {"detach", hot_detach, METH_O, "detach(t): a Tensor sharing t's memory outside any graph."},
+    {"view", hot_view, METH_O, "view(t): (v, data, strides, readonly), v a Tensor keeping t's memory."},
+    {"tensor_new", hot_tensor_new, METH_VARARGS, "tensor_new(code, shape): a new zero-filled Tensor."},
+    {"scalar", hot_scalar, METH_O, "scalar(x): the weak 0-d Tensor of a Python bool, int (int64) or float."},
+    {"scalar_int", hot_scalar_int, METH_VARARGS, "scalar_int(m, exp): the weak 0-d Tensor of m * 2**exp."},
+    {"borrow", hot_borrow, METH_VARARGS,
+     "borrow(base, nbytes, code, shape, strides, offset, readonly, token): a Tensor over lent memory."},
+    {"adopt", hot_adopt, METH_VARARGS, "adopt(t, src): t takes over src's handle, letting go of its own."},
+    {"grad_fn", hot_grad_fn, METH_O, "grad_fn(t): t's autograd node, or None."},
+    {"node_next", hot_node_next, METH_O, "node_next(node): next_functions, ((Node or None, output), ...)."},
+    {"backward_next", hot_backward_next, METH_O,
+     "backward_next(run handle): None when done, else (function id, gradients, release)."},
+    {"backward_result", hot_backward_result, METH_VARARGS, "backward_result(run handle, n): the inputs' gradients."},
+    {"dlpack_export", hot_dlpack_export, METH_VARARGS,
+     "dlpack_export(t, versioned, copied): a DLPack capsule sharing t's memory."},
     {"grad", hot_grad, METH_O, "grad(t): the accumulated gradient of t, or None."},
     {"backward_run", hot_backward_run, METH_O,
      "backward_run(t): the common backward call; None, or a Run stopped at a Python Function."},
@@ -177,6 +205,12 @@ PyMODINIT_FUNC PyInit__hot(void) {
     PyObject *base = PyType_FromSpec(&tensor_spec);
     if (mode_name == NULL || base == NULL || PyModule_AddObject(m, "TensorBase", base) < 0) {
         Py_XDECREF(base);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *node_base = PyType_FromSpec(&node_spec);
+    if (node_base == NULL || PyModule_AddObject(m, "NodeBase", node_base) < 0) {
+        Py_XDECREF(node_base);
         Py_DECREF(m);
         return NULL;
     }

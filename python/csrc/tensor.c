@@ -109,7 +109,7 @@ static int tensor_clear(PyObject *self) {
 }
 
 /* Releases t's handle as a dropped tensor's: small graph-free ones in the batch. */
-static void release_handle(TensorBase *t) {
+void release_handle(TensorBase *t) {
     drop_fn(t);
     if (t->h != 0 && !forked) {
         if (batchable(t)) {
@@ -228,6 +228,215 @@ fail:
 }
 
 PyObject *from_meta(const int64_t *m) { return from_meta_like(m, NULL); }
+
+void info_meta(const lucid_tensor_info *info, int64_t *meta) {
+    meta[0] = info->handle;
+    meta[1] = (int64_t)(info->dtype & 0xFF) | ((int64_t)info->ndim << 8) |
+              (info->requires_grad ? LUCID_META_REQUIRES_GRAD : 0) | (info->pending ? LUCID_META_PENDING : 0);
+    for (int i = 0; i < info->ndim && i < LUCID_MAX_DIMS; i++) {
+        meta[2 + i] = info->shape[i];
+    }
+}
+
+PyObject *from_info(const lucid_tensor_info *info, PyObject *like) {
+    int64_t meta[LUCID_META_LEN];
+    info_meta(info, meta);
+    return from_meta_like(meta, like);
+}
+
+/* The Tensor for a call that filled info and returned rc (the calls that
+ * make one tensor: lucid_detach, lucid_tensor_new, lucid_scalar, ...). */
+static PyObject *info_result(int rc, const lucid_tensor_info *info, PyObject *like) {
+    if (rc) {
+        return status_error(rc);
+    }
+    return from_info(info, like);
+}
+
+static int tensor_arg(PyObject *t, const char *what) {
+    if (tensor_type == NULL || !PyObject_TypeCheck(t, tensor_type)) {
+        PyErr_Format(PyExc_TypeError, "%s() expects a pylucid.Tensor", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* detach(t): a Tensor sharing t's memory outside any graph. */
+PyObject *hot_detach(PyObject *mod, PyObject *t) {
+    (void)mod;
+    if (forked || tensor_arg(t, "detach") < 0) {
+        return forked ? fork_error() : NULL;
+    }
+    lucid_tensor_info info;
+    int rc = lucid_detach(((TensorBase *)t)->h, &info);
+    return info_result(rc, &info, t);
+}
+
+/* view(t): (v, data, strides, readonly): v a Tensor sharing t's memory
+ * outside any graph, which keeps that memory whatever becomes of t (an
+ * exposed NumPy view holds v), data its address, strides in elements. */
+PyObject *hot_view(PyObject *mod, PyObject *t) {
+    (void)mod;
+    if (forked || tensor_arg(t, "view") < 0) {
+        return forked ? fork_error() : NULL;
+    }
+    lucid_tensor_info info;
+    int rc = lucid_tensor_view(((TensorBase *)t)->h, &info);
+    PyObject *v = info_result(rc, &info, t);
+    if (v == NULL) {
+        return NULL;
+    }
+    PyObject *strides = PyTuple_New(info.ndim);
+    for (int i = 0; strides != NULL && i < info.ndim; i++) {
+        PyObject *s = PyLong_FromLongLong(info.strides[i]);
+        if (s == NULL) {
+            Py_CLEAR(strides);
+            break;
+        }
+        PyTuple_SetItem(strides, i, s);
+    }
+    PyObject *r = strides == NULL ? NULL : Py_BuildValue("(NKNO)", v, (unsigned long long)(uintptr_t)info.data,
+                                                          strides, info.readonly ? Py_True : Py_False);
+    if (r == NULL && strides == NULL) {
+        Py_DECREF(v);
+    }
+    return r;
+}
+
+/* tensor_new(code, shape): a new zero-filled Tensor. */
+PyObject *hot_tensor_new(PyObject *mod, PyObject *args) {
+    (void)mod;
+    if (forked) {
+        return fork_error();
+    }
+    int code;
+    PyObject *shape;
+    int64_t dims[LUCID_MAX_DIMS];
+    if (!PyArg_ParseTuple(args, "iO", &code, &shape)) {
+        return NULL;
+    }
+    int nd = ints_arg(shape, dims, LUCID_MAX_DIMS, "tensor_new: shape");
+    if (nd < 0) {
+        return NULL;
+    }
+    lucid_tensor_info info;
+    int rc = lucid_tensor_new(code, nd, dims, &info);
+    return info_result(rc, &info, NULL);
+}
+
+/* scalar(x): the weak 0-d Tensor of a Python bool, float or int within
+ * int64 (docs/dtypes.md). */
+PyObject *hot_scalar(PyObject *mod, PyObject *x) {
+    (void)mod;
+    if (forked) {
+        return fork_error();
+    }
+    lucid_tensor_info info;
+    int rc;
+    if (PyBool_Check(x)) {
+        rc = lucid_scalar(LUCID_BOOL, 0.0, x == Py_True, &info);
+    } else if (PyLong_Check(x)) {
+        long long v = PyLong_AsLongLong(x);
+        if (v == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        rc = lucid_scalar_int(v, 0, &info);
+    } else {
+        double v = PyFloat_AsDouble(x);
+        if (v == -1.0 && PyErr_Occurred()) {
+            return NULL;
+        }
+        rc = lucid_scalar(LUCID_FLOAT64, v, 0, &info);
+    }
+    return info_result(rc, &info, NULL);
+}
+
+/* scalar_int(m, exp): the weak 0-d Tensor of the Python int m * 2**exp
+ * (lucid_scalar_int). */
+PyObject *hot_scalar_int(PyObject *mod, PyObject *args) {
+    (void)mod;
+    if (forked) {
+        return fork_error();
+    }
+    long long m;
+    int exp;
+    if (!PyArg_ParseTuple(args, "Li", &m, &exp)) {
+        return NULL;
+    }
+    lucid_tensor_info info;
+    int rc = lucid_scalar_int(m, exp, &info);
+    return info_result(rc, &info, NULL);
+}
+
+/* borrow(base, nbytes, code, shape, strides, offset, readonly, token): a
+ * Tensor over memory the caller lends (lucid_tensor_borrow). */
+PyObject *hot_borrow(PyObject *mod, PyObject *args) {
+    (void)mod;
+    if (forked) {
+        return fork_error();
+    }
+    unsigned long long base;
+    long long nbytes, offset, token;
+    int code, readonly;
+    PyObject *shape, *strides;
+    int64_t dims[LUCID_MAX_DIMS], st[LUCID_MAX_DIMS];
+    if (!PyArg_ParseTuple(args, "KLiOOLpL", &base, &nbytes, &code, &shape, &strides, &offset, &readonly, &token)) {
+        return NULL;
+    }
+    int nd = ints_arg(shape, dims, LUCID_MAX_DIMS, "borrow: shape");
+    int ns = nd < 0 ? -1 : ints_arg(strides, st, LUCID_MAX_DIMS, "borrow: strides");
+    if (nd < 0 || ns < 0) {
+        return NULL;
+    }
+    if (ns != nd) {
+        PyErr_SetString(PyExc_ValueError, "borrow: shape and strides differ in length");
+        return NULL;
+    }
+    lucid_tensor_info info;
+    int rc = lucid_tensor_borrow((void *)(uintptr_t)base, nbytes, code, nd, dims, st, offset, readonly, token, &info);
+    return info_result(rc, &info, NULL);
+}
+
+/* from_handle(h): a Tensor owning handle h (released if that fails). */
+PyObject *tensor_from_handle(int64_t h, PyObject *like) {
+    lucid_tensor_info info;
+    int rc = lucid_tensor_info_get(h, &info);
+    if (rc) {
+        PyObject *r = status_error(rc);
+        lucid_release(h);
+        return r;
+    }
+    return from_info(&info, like);
+}
+
+/* adopt(t, src): t takes over src's handle and fields (src is left empty),
+ * letting go of its own handle as dropping t would: Tensor.__init__ of a
+ * tensor initialised before, in one step that nothing can interrupt. */
+PyObject *hot_adopt(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *t, *src;
+    if (!PyArg_ParseTuple(args, "OO", &t, &src) || tensor_arg(t, "adopt") < 0 || tensor_arg(src, "adopt") < 0) {
+        return NULL;
+    }
+    if (t == src) {
+        Py_RETURN_NONE;
+    }
+    TensorBase *a = (TensorBase *)t, *b = (TensorBase *)src;
+    PyObject *old_dtype = a->dtype, *old_shape = a->shape;
+    release_handle(a);
+    a->h = b->h;
+    a->dtype = b->dtype;
+    a->shape = b->shape;
+    a->rg = b->rg;
+    a->fn = b->fn;
+    b->h = 0;
+    b->dtype = NULL;
+    b->shape = NULL;
+    b->fn = NULL;
+    Py_XDECREF(old_dtype);
+    Py_XDECREF(old_shape);
+    Py_RETURN_NONE;
+}
 
 int is_tensor(PyObject *o) { return tensor_type != NULL && Py_TYPE(o) == tensor_type; }
 

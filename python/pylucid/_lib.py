@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import threading
 from typing import Any, Dict, List, NoReturn, Optional
 
 from ._cdef import cdef as _cdef
@@ -79,6 +78,40 @@ else:
     else:
         MODE = "api"
 
+# Every C type the package names (ffi.new, ffi.cast), realized at import
+# together with every function of the library and every struct's layout:
+# cffi realizes a type on its first use, and a finalizer that the collector
+# runs in the middle of that (any allocation can run one) and uses the same
+# type made cffi build it twice, then fail an assertion (an abort) or a type
+# check ("the types are different"). tests_py/test_finalizers.py checks that
+# this list covers every type string in the package's source.
+C_TYPES = (
+    "char[]", "int32_t*", "int32_t[]", "int64_t*", "int64_t[]", "size_t*", "void **", "void *", "void*",
+    "intptr_t", "uintptr_t", "lucid_tensor_info*", "lucid_out *", "lucid_out[]", "DLManagedTensor *",
+    "DLManagedTensorVersioned *",
+)
+
+
+def _realize_all() -> None:
+    seen: set[Any] = set()
+
+    def fields(tp: Any) -> None:
+        while tp.kind in ("pointer", "array") and tp not in seen:
+            seen.add(tp)
+            tp = tp.item
+        if tp.kind == "struct" and tp not in seen:
+            seen.add(tp)
+            for _, f in tp.fields or ():
+                fields(f.type)
+
+    for name in dir(lib):
+        getattr(lib, name)
+    for name in C_TYPES:
+        fields(ffi.typeof(name))
+
+
+_realize_all()
+
 _forked = False
 
 
@@ -116,13 +149,11 @@ _EXCEPTIONS: dict[int, type[Exception]] = {
     lib.LUCID_ENOMEM: MemoryError,
 }
 
-_msgbuf = threading.local()
-
-
 def error_message() -> str:
-    buf = getattr(_msgbuf, "buf", None)
-    if buf is None:
-        buf = _msgbuf.buf = ffi.new("char[]", 4096)
+    """The calling thread's last error message from the library. The buffer
+    is this call's own: a finalizer run in between could fetch its own
+    message into a shared one."""
+    buf = ffi.new("char[]", 4096)
     n = lib.lucid_errmsg(buf, 4096)
     if n >= 4096:
         big = ffi.new("char[]", n + 1)

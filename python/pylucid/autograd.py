@@ -20,8 +20,10 @@ from ._lib import ffi, lib, raise_status
 from ._state import MODE_GRAD, is_grad_enabled, state
 from ._state import set_grad_enabled as _set_grad
 from ._runtime import _hot, functions, records
-from .tensor import Tensor, as_tensor, from_handle, gradient_operand, set_forward_level, tangent_of, zeros
-from .tensor import _fw as _forward_state
+from ._calls import from_handle
+from ._forward import fw as _forward_state
+from ._forward import set_forward_level, tangent_of
+from .tensor import Tensor, as_tensor, gradient_operand, zeros
 from .tensor import late as _tensor_late
 
 __all__ = [
@@ -206,42 +208,73 @@ class _Run(Protocol):
     def close(self) -> None: ...
 
 
+def _wrap_handles(hs: Any, n: int) -> list[Optional[Tensor]]:
+    """Tensors owning the n gradient handles in hs (0: None), ABI mode: the
+    handles not yet wrapped are released if anything raises."""
+    res: list[Optional[Tensor]] = []
+    try:
+        for i in range(n):
+            res.append(from_handle(hs[i]) if hs[i] else None)
+    except BaseException:
+        for i in range(len(res) + 1, n):
+            if hs[i] and not _lib._forked:
+                lib.lucid_release(hs[i])
+        raise
+    return res
+
+
+def _abi_backward_next(h: int) -> Optional[Tuple[int, list[Optional[Tensor]], bool]]:
+    """_hot.backward_next through cffi (ABI mode)."""
+    fid, ngrads, release = ffi.new("int64_t*"), ffi.new("int32_t*"), ffi.new("int32_t*")
+    cap = _max_outputs
+    buf = ffi.new("int64_t[]", cap)
+    rc = lib.lucid_backward_next(h, fid, buf, cap, ngrads, release)
+    if rc:
+        raise_status(rc)
+    if fid[0] == 0:
+        return None
+    return fid[0], _wrap_handles(buf, ngrads[0]), bool(release[0])
+
+
+def _abi_backward_result(h: int, n: int) -> list[Optional[Tensor]]:
+    """_hot.backward_result through cffi (ABI mode)."""
+    out = ffi.new("int64_t[]", max(n, 1))
+    rc = lib.lucid_backward_result(h, out, n)
+    if rc:
+        raise_status(rc)
+    return _wrap_handles(out, n)
+
+
+# Each gradient the engine hands out is owned by its Tensor before anything
+# can raise (python/csrc/autograd.c); ABI mode does it in Python.
+_backward_next: Callable[[int], Optional[Tuple[int, list[Optional[Tensor]], bool]]] = \
+    _hot.backward_next if _hot is not None else _abi_backward_next
+_backward_result: Callable[[int, int], list[Optional[Tensor]]] = \
+    _hot.backward_result if _hot is not None else _abi_backward_result
+
+
 def _drive(run: _Run, inputs: Optional[list[Tensor]], create_graph: bool) -> list[Optional[Tensor]]:
     """Runs a started backward to the end, running Python Functions as the
     engine stops at them, and releases the run."""
     try:
-        fid = ffi.new("int64_t*")
-        cap = _max_outputs
-        buf = ffi.new("int64_t[]", cap)
-        ngrads = ffi.new("int32_t*")
-        release = ffi.new("int32_t*")
         h = run.h
         while True:
-            rc = lib.lucid_backward_next(h, fid, buf, cap, ngrads, release)
-            if rc:
-                raise_status(rc)
-            if fid[0] == 0:
+            step = _backward_next(h)
+            if step is None:
                 break
-            out_grads = [from_handle(buf[i]) if buf[i] else None for i in range(ngrads[0])]
-            record = records.get(fid[0])
+            fid, out_grads, release = step
+            record = records.get(fid)
             if record is None:
-                raise RuntimeError("autograd.Function node %d is no longer known" % fid[0])
-            results = record.run_backward(out_grads, bool(release[0]), create_graph)
+                raise RuntimeError("autograd.Function node %d is no longer known" % fid)
+            results = record.run_backward(out_grads, release, create_graph)
             keep = results  # keep the tensors alive across the call
-            res_h = ffi.new("int64_t[]", [0 if g is None else g._h for g in keep])
+            res_h = ffi.new("int64_t[]", [0 if g is None else g._h for g in keep] or [0])
             rc = lib.lucid_backward_resume(h, res_h, len(keep))
             if rc:
                 raise_status(rc)
         if inputs is None:
             return []
-        out = ffi.new("int64_t[]", max(len(inputs), 1))
-        rc = lib.lucid_backward_result(h, out, len(inputs))
-        if rc:
-            raise_status(rc)
-        res: list[Optional[Tensor]] = []
-        for i in range(len(inputs)):
-            res.append(from_handle(out[i]) if out[i] else None)
-        return res
+        return list(_backward_result(h, len(inputs)))
     finally:
         run.close()
 
@@ -310,23 +343,44 @@ class FunctionCtx:
     def __init__(self) -> None:
         self.needs_input_grad: Tuple[bool, ...] = ()
         self._saved: Tuple[Any, ...] = ()
+        self._versions: Tuple[Optional[int], ...] = ()
         self._freed = False
+        self._node = "a Function's backward"  # "<Name>Backward", set by Function.apply
 
     def save_for_backward(self, *tensors: Any) -> None:
-        """Keeps tensors (or other values) for ``backward``, read back with ``saved_tensors``."""
+        """Keeps tensors (or other values) for ``backward``, read back with
+        ``saved_tensors``; a tensor written in place since (out=, a method
+        ending in _) makes that read raise, as a native node does
+        (docs/autograd.md)."""
         self._saved = tensors
+        self._versions = tuple(t._version if isinstance(t, Tensor) else None for t in tensors)
 
     @property
     def saved_tensors(self) -> Tuple[Any, ...]:
         """What ``save_for_backward`` kept; raises once the graph was freed
-        (backward without ``retain_graph=True``)."""
+        (backward without ``retain_graph=True``), or when a saved tensor was
+        written in place since it was saved."""
         if self._freed:
             raise RuntimeError(_RETAIN_MESSAGE)
+        for i, (t, v) in enumerate(zip(self._saved, self._versions)):
+            if v is not None and t._version != v:
+                raise RuntimeError(modified_message(t, self._node, i, t._version, v))
         return self._saved
 
     def _free(self) -> None:
         self._saved = ()
+        self._versions = ()
         self._freed = True
+
+
+def modified_message(t: Tensor, node: str, index: int, version: int, expected: int) -> str:
+    """The error of a saved tensor written in place since it was saved (the
+    native nodes' message, core/autograd: ModifiedError)."""
+    return ("one of the variables needed for gradient computation has been modified by an inplace operation: the "
+            "%s tensor of shape %s that %s saved (saved tensor %d) is at version %d; expected version %d instead. "
+            "Hint: an in-place write (out=, or a method ending in _) changed it after the forward pass; write into "
+            "a copy instead, or make the in-place change after backward." % (t.dtype.name, t.shape, node, index,
+                                                                             version, expected))
 
 
 class _FunctionRecord:
@@ -367,7 +421,6 @@ class _FunctionRecord:
 _function_ids = itertools.count(1)
 # The most outputs any Function call has had: the size of backward's buffer.
 _max_outputs = 64
-_function_lock = threading.Lock()
 
 
 class Function:
@@ -399,6 +452,7 @@ class Function:
         class without ``jvp`` raises NotImplementedError."""
         _lib.check_fork()
         ctx = FunctionCtx()
+        ctx._node = cls.__name__ + "Backward"
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         level = _forward_state.level
         tangents = [tangent_of(a) for a in args] if level is not None else []
@@ -423,8 +477,7 @@ class Function:
             _max_outputs = max(_max_outputs, len(outs))
             positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
             ins = [args[i] for i in positions]
-            with _function_lock:
-                fid = next(_function_ids)
+            fid = next(_function_ids)  # atomic under the GIL: no lock a finalizer could find held
             record = _FunctionRecord(cls, ctx, positions, len(args), [(o.shape, o.dtype) for o in outs])
             records[fid] = record
             if _hot is None:

@@ -180,10 +180,11 @@ def _arg_combine(name: str, data: np.ndarray, axis: Any = None, keepdims: bool =
     vals, arg = data["vals"], data["arg"]
     keep = [i for i in range(data.ndim) if i not in axes]
     lead = tuple(data.shape[i] for i in keep)
-    v = vals.transpose(keep + list(axes)).reshape(lead + (-1,))
-    p = arg.transpose(keep + list(axes)).reshape(lead + (-1,))
+    n = int(np.prod([data.shape[i] for i in axes], dtype=np.int64))  # the candidates (lead may hold a 0)
+    v = vals.transpose(keep + list(axes)).reshape(lead + (n,))
+    p = arg.transpose(keep + list(axes)).reshape(lead + (n,))
     order = np.argsort(p, axis=-1, kind="stable")
-    v = np.ascontiguousarray(np.take_along_axis(v, order, -1))
+    v = _contiguous(np.take_along_axis(v, order, -1))
     p = np.take_along_axis(p, order, -1)
     with _plain():
         w = getattr(ops, "arg" + name[1:])(from_numpy(v), v.ndim - 1, True).numpy()
@@ -195,8 +196,14 @@ def _arg_combine(name: str, data: np.ndarray, axis: Any = None, keepdims: bool =
     return _pack(vals, arg)
 
 
+def _contiguous(a: Any) -> np.ndarray:
+    """a as a C-contiguous array of its own rank (np.ascontiguousarray makes a
+    0-d array 1-d: a 0-d Dask result computed to shape (1,))."""
+    return np.array(a, order="C", copy=None) if np.ndim(a) else np.array(a)
+
+
 def _field(block: np.ndarray, field: str) -> np.ndarray:
-    return np.ascontiguousarray(block[field])
+    return _contiguous(block[field])
 
 
 def _scatter_block(x: np.ndarray, g: np.ndarray, pos: np.ndarray, spec: Key,
@@ -205,6 +212,8 @@ def _scatter_block(x: np.ndarray, g: np.ndarray, pos: np.ndarray, spec: Key,
     slices whose global winner (pos) lies in this chunk goes to the chunk's
     first winner by pylucid's own backward (that winner is the global one)."""
     name, axis, shape = spec
+    if x.size == 0:  # a zero-size chunk holds no winner (and pylucid refuses to reduce it)
+        return np.zeros(x.shape, x.dtype)
     assert block_info is not None
     loc = block_info[0]["array-location"]
     g = np.asarray(g)
@@ -218,7 +227,7 @@ def _scatter_block(x: np.ndarray, g: np.ndarray, pos: np.ndarray, spec: Key,
     with _plain(), _grad_on():
         t = from_numpy(x, True)
         y = getattr(ops, name)(t, axis, True)
-        (gx,) = autograd.grad(y, [t], grad_outputs=[from_numpy(np.ascontiguousarray(gl))])
+        (gx,) = autograd.grad(y, [t], grad_outputs=[from_numpy(_contiguous(gl))])
     assert gx is not None
     return gx.numpy()
 
@@ -300,6 +309,16 @@ def _elementwise(key: Key, fn: str, operands: Sequence[Any]) -> da.Array:
     return out
 
 
+def _axis_in_range(axis: Any, nd: int, fn: str) -> int:
+    """axis (an int, negative counting from the end) normalised; out of
+    range raises NumPy's AxisError (a ValueError and an IndexError), as
+    pylucid raises for a dim out of range."""
+    ax = operator.index(axis)
+    if not -nd <= ax < nd:
+        raise np.exceptions.AxisError("pylucid.dask.%s: axis %d is out of range for %d dimensions" % (fn, ax, nd))
+    return ax % nd
+
+
 def _one_axis(axis: Axis, nd: int, fn: str, tuples: bool) -> Optional[int]:
     """None (every axis) or the one reduced axis, normalised."""
     if axis is None:
@@ -307,7 +326,7 @@ def _one_axis(axis: Axis, nd: int, fn: str, tuples: bool) -> Optional[int]:
     if isinstance(axis, (tuple, list)):
         if not tuples:
             raise TypeError("pylucid.dask.%s: axis must be None or an int, got %r" % (fn, axis))
-        axes = sorted({operator.index(a) % nd if nd else operator.index(a) for a in axis})
+        axes = sorted({_axis_in_range(a, nd, fn) for a in axis})
         if len(axes) != len(axis):
             raise ValueError("pylucid.dask.%s: repeated axis in %r" % (fn, axis))
         if len(axes) == nd:
@@ -315,10 +334,20 @@ def _one_axis(axis: Axis, nd: int, fn: str, tuples: bool) -> Optional[int]:
         if len(axes) == 1:
             return axes[0]
         raise NotImplementedError("pylucid.dask.%s reduces one axis or all of them, got axis=%r" % (fn, axis))
-    ax = operator.index(cast(int, axis))
-    if not -nd <= ax < nd:
-        raise IndexError("pylucid.dask.%s: axis %d is out of range for %d dimensions" % (fn, ax, nd))
-    return ax % nd
+    return _axis_in_range(cast(int, axis), nd, fn)
+
+
+def _without_empty_chunks(x: da.Array, ax: Optional[int]) -> da.Array:
+    """x rechunked without its zero-size chunks along the reduced axes (all
+    of them for None), where the axis has other chunks: a chunk with nothing
+    to reduce gives no candidate (``x[x > 0].compute_chunk_sizes()`` makes
+    such chunks). An axis of size 0 stays: pylucid raises for it."""
+    chunks = list(x.chunks)
+    for d in range(x.ndim) if ax is None else (ax,):
+        kept = tuple(c for c in x.chunks[d] if c)
+        if kept and len(kept) != len(x.chunks[d]):
+            chunks[d] = kept
+    return x if chunks == list(x.chunks) else x.rechunk(tuple(chunks))
 
 
 def _winners(name: str, a: ArrayLike, axis: Axis, split_every: Any, fn: str,
@@ -330,7 +359,8 @@ def _winners(name: str, a: ArrayLike, axis: Axis, split_every: Any, fn: str,
         getattr(ops, name)(_stand_in(x), ax, True)  # pylucid's errors: dtypes, zero-size slices
     chunk = functools.partial(_arg_chunk, name)
     combine = functools.partial(_arg_combine, name)
-    both = arg_reduction(x, chunk, combine, combine, axis=ax, keepdims=True, split_every=split_every)
+    xr = _without_empty_chunks(x, ax)
+    both = arg_reduction(xr, chunk, combine, combine, axis=ax, keepdims=True, split_every=split_every)
     meta_nd = both.ndim
     vals = both.map_blocks(_field, field="vals", dtype=x.dtype, meta=_meta(meta_nd, x.dtype))
     pos = both.map_blocks(_field, field="arg", dtype=np.int64, meta=_meta(meta_nd, np.int64))

@@ -22,13 +22,12 @@ Only CPU memory is exchanged; other devices raise ``BufferError``.
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _lib
-from ._lib import ffi, lib, raise_status
+from ._lib import ffi, lib
 from .dtypes import ALL, bfloat16, bool_, dtype, float16, float32, float64, int8, int16, int32, int64, uint8
 from ._runtime import Releaser, _borrowed, _hot, _tokens
 from .tensor import Tensor, _copy, borrow, from_numpy
@@ -117,15 +116,9 @@ def to_dlpack(t: Tensor, *, stream: Any = None, max_version: Optional[Tuple[int,
         raise RuntimeError("Can't export a Tensor that requires grad with DLPack. Use tensor.detach() first.")
     versioned = max_version is not None and int(max_version[0]) >= 1
     src = _copy(t) if copy else t
-    out = ffi.new("void **")
-    rc = lib.lucid_dlpack_export(src._h, 1 if versioned else 0, 1 if copy else 0, out)
-    if rc:
-        raise BufferError(_lib.error_message())
-    ptr = int(ffi.cast("uintptr_t", out[0]))
-    return hot.dlpack_capsule(ptr, versioned)  # deletes the managed tensor itself on failure
-
-
-_export_tls = threading.local()
+    # One C call: the managed tensor is owned by its capsule before anything
+    # can raise (errors: BufferError with the library's message).
+    return hot.dlpack_export(src, versioned, bool(copy))
 
 
 def _export_versioned(t: Tensor) -> Any:
@@ -134,13 +127,7 @@ def _export_versioned(t: Tensor) -> Any:
     without the argument checks."""
     if _hot is None:
         return to_dlpack(t, max_version=DLPACK_VERSION)
-    try:
-        out = _export_tls.out
-    except AttributeError:
-        out = _export_tls.out = ffi.new("void **")
-    if lib.lucid_dlpack_export(t._h, 1, 0, out):
-        raise BufferError(_lib.error_message())
-    return _hot.dlpack_capsule(int(ffi.cast("uintptr_t", out[0])), True)
+    return _hot.dlpack_export(t, True, False)
 
 
 # ---- import ----

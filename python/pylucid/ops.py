@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optiona
 
 from . import _lib
 from ._runtime import _hot
-from .tensor import Tensor, _operand, as_tensor, binary, call_op, late, reduce, reduction_attrs, unary
+from ._calls import call_op
+from .tensor import Tensor, _operand, as_tensor, binary, late, reduce, reduction_attrs, unary
 
 ArrayLike = Any
 
@@ -187,7 +188,8 @@ def _clamp(op: int, x: ArrayLike, min: Any = None, max: Any = None, *, out: Any 
 
 def _arg(op: int, x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None) -> Tensor:
     d = _one_dim(dim, "argmin" if op == _ids["argmin"] else "argmax")
-    return call_op(op, (as_tensor(x),), reduction_attrs(d, keepdim), out, 1)[0]  # type: ignore[no-any-return]
+    t = as_tensor(x)
+    return call_op(op, (t,), reduction_attrs(d, keepdim, op, t.ndim), out, 1)[0]  # type: ignore[no-any-return]
 
 
 class MinMaxResult(NamedTuple):
@@ -201,11 +203,10 @@ def _minmax(op: int, x: ArrayLike, dim: Optional[int] = None, keepdim: bool = Fa
             out: Any = None) -> Union[Tensor, MinMaxResult]:
     name = "min" if op == _ids["min"] else "max"
     if dim is None:
-        if keepdim:
-            raise TypeError("%s(): keepdim needs a dim" % name)
-        return reduce(_ids["a" + name], x, None, False, out)
+        return reduce(_ids["a" + name], x, None, keepdim, out)  # amin/amax over every dim
     d = _one_dim(dim, name)
-    v, i = call_op(op, (as_tensor(x),), reduction_attrs(d, keepdim), out, 2)
+    t = as_tensor(x)
+    v, i = call_op(op, (t,), reduction_attrs(d, keepdim, op, t.ndim), out, 2)
     return MinMaxResult(v, i)
 
 

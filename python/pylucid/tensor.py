@@ -4,47 +4,28 @@ from __future__ import annotations
 
 import gc
 import math
-import operator
-import threading
-import weakref
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _lib
 from ._lib import ffi, lib, raise_status
-from ._state import MODE_GRAD, state
+from ._state import state
 from . import _scalars
 from .dtypes import BY_CODE, DTypeLike, as_dtype, bfloat16, bool_, dtype, float32, float64, from_numpy_dtype
 
-# The runtime layer (_runtime.py): the C path or the fallback, call buffers,
-# handles' release, lent memory, the release queues, the Function registry,
-# op ids. Its names stay importable from here too.
+# The runtime layer (_runtime.py): the C path or the fallback, handles'
+# release, lent memory, the release queues, the Function registry, op ids;
+# the native call path (_calls.py) and forward-mode state (_forward.py).
+# Their names stay importable from here too.
 from ._runtime import ADD, CAST, COPY, DIV, MAXIMUM, MEAN, MINIMUM, MUL, NEG, SUB, SUM  # noqa: F401
-from ._runtime import _IN, _dead, _hot, _info, _lend, _meta_buffer, drain, flush_released, functions  # noqa: F401
-from ._runtime import Releaser, _borrowed, _dead_lock, _tls, _tokens, records  # noqa: F401
-
-
-def _wrap(info: Any) -> "Tensor":
-    t = Tensor.__new__(Tensor)
-    t._h = info.handle
-    t._dtype = BY_CODE[info.dtype]
-    nd = info.ndim
-    t._shape = tuple(ffi.unpack(info.shape, nd)) if nd else ()
-    t._rg = bool(info.requires_grad)
-    if info.pending:
-        drain()
-    return t
-
-
-def from_handle(h: int) -> "Tensor":
-    """Wraps (and takes ownership of) a handle the library returned outside a
-    lucid_tensor_info."""
-    info = _info()
-    rc = lib.lucid_tensor_info_get(h, info)
-    if rc:
-        raise_status(rc)
-    return _wrap(info)
+from ._runtime import _dead, _hot, drain, flush_released, functions  # noqa: F401
+from ._runtime import Releaser, _borrowed, _dead_lock, _tokens, records  # noqa: F401
+from . import _calls
+from ._calls import _PENDING, _out_descs, call1, call_op, from_handle, out_desc, out_desc_address  # noqa: F401
+from ._calls import wrap_info as _wrap  # noqa: F401
+from ._forward import forward_levels, set_forward_level, tangent_of  # noqa: F401
+from ._forward import fw as _fw  # noqa: F401
 
 
 # ---- conversions ----
@@ -91,28 +72,16 @@ def borrow(data: int, dt: dtype, shape: Sequence[int], strides: Sequence[int], r
     data, strides in elements. owner is kept alive until the library hands
     the token back (drain); the library is given the lowest address the view
     touches and the span of bytes it covers (lucid.h, lucid_tensor_borrow)."""
-    info = _lend(data, dt.code, dt.itemsize, shape, strides, readonly, owner)
-    return _wrap(info)
+    return _calls.lend(data, dt.code, dt.itemsize, shape, strides, readonly, owner)
 
 
 def _scalar(x: Union[bool, int, float]) -> "Tensor":
     """A weak 0-d tensor for a Python bool, int or float operand of a binary
     op (docs/dtypes.md): the op converts it to its result dtype, an int
     exactly (OverflowError where it does not fit)."""
-    info = _info()
-    if isinstance(x, bool):
-        rc = lib.lucid_scalar(1, 0.0, 1 if x else 0, info)
-    elif isinstance(x, int):
-        if _INT64_MIN <= x <= _INT64_MAX:
-            rc = lib.lucid_scalar_int(x, 0, info)
-        else:
-            m, exp = _scalars.int_parts(x)
-            rc = lib.lucid_scalar_int(m, exp, info)
-    else:
-        rc = lib.lucid_scalar(10, x, 0, info)
-    if rc:
-        raise_status(rc)
-    return _wrap(info)
+    if isinstance(x, int) and not isinstance(x, bool) and not _INT64_MIN <= x <= _INT64_MAX:
+        return _calls.scalar_int(*_scalars.int_parts(x))
+    return _calls.scalar(x if isinstance(x, (bool, int)) else float(x))
 
 
 _INT64_MIN, _INT64_MAX = _scalars.INT64_MIN, _scalars.INT64_MAX
@@ -230,7 +199,7 @@ def _copy(t: "Tensor") -> "Tensor":
     """A private contiguous copy with the same bits (-0.0 and NaN payloads
     kept), outside any graph, so the new tensor never aliases t."""
     _lib.check_fork()
-    return _unary_call(COPY, t, ffi.NULL, 0, state.mode & ~MODE_GRAD)
+    return call1(COPY, (t,), None, None, True)  # type: ignore[no-any-return]
 
 
 def zeros(shape: Union[int, Sequence[int]], dtype: DTypeLike = float32) -> "Tensor":
@@ -241,11 +210,7 @@ def zeros(shape: Union[int, Sequence[int]], dtype: DTypeLike = float32) -> "Tens
     for d in dims:
         if not -(2**63) <= d < 2**63:
             raise ValueError("dimension %d of shape %s does not fit in int64" % (d, dims))
-    info = _info()
-    rc = lib.lucid_tensor_new(as_dtype(dtype).code, len(dims), list(dims), info)
-    if rc:
-        raise_status(rc)
-    return _wrap(info)
+    return _calls.tensor_new(as_dtype(dtype).code, dims)
 
 
 class _ArrayHolder:
@@ -258,20 +223,32 @@ class _ArrayHolder:
         self._tensor = t
 
 
-class Node:
-    """An autograd node (a tensor's ``grad_fn``)."""
+if TYPE_CHECKING:
+    _NodeBase = object
+else:
+    _NodeBase = _hot.NodeBase if _hot is not None else object
 
-    __slots__ = ("_h", "__weakref__")
 
-    def __init__(self, h: int) -> None:
-        self._h = h
+class Node(_NodeBase):
+    """An autograd node (a tensor's ``grad_fn``).
 
-    def __del__(self) -> None:
-        try:
-            if not _lib._forked:
-                lib.lucid_release(self._h)
-        except Exception:  # interpreter shutdown
-            pass
+    With the C extension its handle is a member of _hot.NodeBase, owned from
+    the moment the library hands it out and released when the node goes;
+    without it, a slot released by ``__del__``."""
+
+    __slots__ = () if _hot is not None else ("_h", "__weakref__")
+    _h: int
+
+    if _hot is None:
+        def __init__(self, h: int) -> None:
+            self._h = h
+
+        def __del__(self) -> None:
+            try:
+                if not _lib._forked:
+                    lib.lucid_release(self._h)
+            except Exception:  # interpreter shutdown
+                pass
 
     def name(self) -> str:
         """The node's class name, e.g. ``"MinimumBackward"``."""
@@ -287,6 +264,8 @@ class Node:
         """One (node, output_nr) pair per input; node is None for inputs
         that need no gradient. Leaves appear as ``AccumulateGrad`` nodes."""
         _lib.check_fork()
+        if _hot is not None:
+            return _hot.node_next(self)  # type: ignore[no-any-return]
         cap = 16
         while True:
             nodes = ffi.new("int64_t[]", cap)
@@ -338,11 +317,14 @@ class Tensor(_TensorBase):
 
     def __init__(self, data: Any, dtype: Optional[DTypeLike] = None, requires_grad: bool = False) -> None:
         t = tensor(data, dtype=dtype, requires_grad=requires_grad)
+        # Take over t's handle. Initialised again, the old tensor is let go
+        # as if dropped (its graph, .grad and NumPy views stay with whatever
+        # still refers to them: a view holds a handle of its own).
+        if _hot is not None:
+            _hot.adopt(self, t)  # in one step that nothing can interrupt
+            return
         if getattr(self, "_h", 0):
-            # Initialised again: the old tensor is let go as if dropped (its
-            # graph and .grad stay with whatever still refers to them).
             _release(self)
-        # take over t's handle
         self._h, self._dtype, self._shape, self._rg = t._h, t._dtype, t._shape, t._rg
         t._h = 0
 
@@ -381,7 +363,7 @@ class Tensor(_TensorBase):
 
     def _meta(self) -> Any:
         _lib.check_fork()
-        info = _info()
+        info = ffi.new("lucid_tensor_info*")
         rc = lib.lucid_tensor_info_get(self._h, info)
         if rc:
             raise_status(rc)
@@ -408,6 +390,18 @@ class Tensor(_TensorBase):
         return self
 
     @property
+    def _version(self) -> int:
+        """The number of in-place writes into this tensor's memory through
+        pylucid (out=, methods ending in _), shared by its views and
+        detached copies; autograd nodes check it (docs/autograd.md)."""
+        _lib.check_fork()
+        v = ffi.new("int64_t*")
+        rc = lib.lucid_tensor_version(self._h, v)
+        if rc:
+            raise_status(rc)
+        return int(v[0])
+
+    @property
     def is_leaf(self) -> bool:
         """True for tensors not produced by a recorded op (their ``.grad`` is kept)."""
         return bool(self._meta().is_leaf)
@@ -419,11 +413,11 @@ class Tensor(_TensorBase):
             _lib.check_fork()
         if _hot is not None and type(self) is Tensor:
             return _hot_grad(self)  # type: ignore[no-any-return]
-        buf, mv, _ = _meta_buffer()
+        buf = ffi.new("int64_t[]", _calls._LEN)
         rc = _lucid_get_grad_meta(self._h, buf)
         if rc:
             raise_status(rc)
-        return _from_meta(mv) if mv[0] else None
+        return _calls.wrap_meta(memoryview(ffi.buffer(buf)).cast("q")) if buf[0] else None
 
     @grad.setter
     def grad(self, g: Optional["Tensor"]) -> None:
@@ -440,6 +434,8 @@ class Tensor(_TensorBase):
     def grad_fn(self) -> Optional[Node]:
         """The node that produced this tensor (``MinimumBackward``, …), None for a leaf."""
         _lib.check_fork()
+        if _hot is not None:
+            return _hot.grad_fn(self)  # type: ignore[no-any-return]
         node = ffi.new("int64_t*")
         rc = lib.lucid_grad_fn(self._h, node)
         if rc:
@@ -449,11 +445,7 @@ class Tensor(_TensorBase):
     def detach(self) -> "Tensor":
         """A tensor sharing this one's memory, outside any graph."""
         _lib.check_fork()
-        info = _info()
-        rc = lib.lucid_detach(self._h, info)
-        if rc:
-            raise_status(rc)
-        return _wrap(info)
+        return _calls.detach(self)
 
     def backward(self, gradient: Optional[TensorLike] = None, retain_graph: Optional[bool] = None,
                  create_graph: bool = False) -> None:
@@ -485,40 +477,32 @@ class Tensor(_TensorBase):
                  create_graph=create_graph)
 
     # ---- NumPy ----
-    def _array_interface(self, typestr: Optional[str] = None) -> dict[str, Any]:
-        """The NumPy array interface of this tensor's memory; with ``typestr``,
-        seen as that type instead (of the same item size)."""
+    def data_ptr(self) -> int:
+        """The address of this tensor's first element (0 when it has none),
+        as ``torch.Tensor.data_ptr()``: valid while the tensor (or a view of
+        its memory) lives."""
         info = self._meta()
-        nd = info.ndim
-        isz = self._dtype.itemsize
-        return {
-            "version": 3,
-            "shape": self._shape,
-            "strides": tuple(s * isz for s in ffi.unpack(info.strides, nd)) if nd else None,
-            "typestr": typestr or self._dtype.numpy_dtype.str,
-            "descr": [("", typestr)] if typestr else self._dtype.numpy_dtype.descr,
-            "data": (int(ffi.cast("uintptr_t", info.data)), bool(info.readonly)),
-        }
+        return int(ffi.cast("uintptr_t", info.data))
 
     def numpy(self) -> np.ndarray:
-        """A NumPy array sharing this tensor's memory (no copy)."""
+        """A NumPy array sharing this tensor's memory (no copy).
+
+        The array keeps that memory alive through a handle of its own, so it
+        stays valid whatever becomes of this Tensor object (``__init__``
+        again, or dropped)."""
         if self._rg:
             raise RuntimeError("Can't call numpy() on a Tensor that requires grad. Use tensor.detach().numpy() instead.")
         npd = self._dtype.numpy_dtype
         if self.numel() == 0:
             return np.empty(self._shape, dtype=npd)
-        arr = np.asarray(_ArrayHolder(self, self._array_interface()))
+        arr = _view_array(self, None)
         return arr if arr.dtype == npd else arr.view(npd)  # e.g. ml_dtypes.bfloat16 from "V2"
 
-    @property
-    def __array_interface__(self) -> dict[str, Any]:
-        if self._dtype is bfloat16:  # the interface can only say "V2"; NumPy falls back to __array__
-            raise AttributeError("__array_interface__ cannot describe bfloat16; use numpy()")
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
+        """NumPy's conversion (``np.asarray(t)``): the view of :meth:`numpy`
+        (a copy with ``copy=True``; requires_grad refuses, as numpy())."""
         if self._rg:
             raise RuntimeError("Can't convert a Tensor that requires grad to a NumPy array. Use tensor.detach() first.")
-        return self._array_interface()
-
-    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
         arr = self.numpy()
         if dtype is not None:
             arr = arr.astype(dtype, copy=False)
@@ -599,8 +583,7 @@ class Tensor(_TensorBase):
     # ---- ops ----
     def to(self, dtype: DTypeLike) -> "Tensor":
         """This tensor converted to ``dtype`` (differentiable)."""
-        _lib.check_fork()
-        return _unary_call(CAST, self, [as_dtype(dtype).code], 1, state.mode)
+        return call1(CAST, (self,), (as_dtype(dtype).code,))  # type: ignore[no-any-return]
 
     def sum(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> "Tensor":
         """Sum over ``dim`` (all dims when None); see :func:`pylucid.ops.sum`."""
@@ -637,8 +620,7 @@ class Tensor(_TensorBase):
         return binary(DIV, o, self)
 
     def __neg__(self) -> "Tensor":
-        _lib.check_fork()
-        return _unary_call(NEG, self, ffi.NULL, 0, state.mode)
+        return call1(NEG, (self,))  # type: ignore[no-any-return]
 
     # ---- the min/max family (pylucid.ops; PyTorch's method names) ----
     def minimum(self, other: TensorLike) -> "Tensor":
@@ -738,97 +720,48 @@ class _Late:
 late = _Late()
 
 
-def _unary_call(op: int, t: "Tensor", attrs: Any, nattrs: int, mode: int) -> "Tensor":
-    """lucid_op(op) on one tensor with attrs under mode."""
-    if forward_levels[0] and _fw.level is not None:
-        r = _jvp_op(op, [t], list(attrs) if nattrs else [], 1)
-        if r is not None:
-            return r[0]  # type: ignore[no-any-return]
-    buf, mv, inp = _meta_buffer()
-    mv[_IN] = t._h
-    rc = _lucid_op(op, inp, 1, attrs, nattrs, mode, buf)
-    if rc:
-        raise_status(rc)
-    return _from_meta(mv)
-
-
-def _from_meta(mv: memoryview) -> "Tensor":
-    """Wraps the result a *_meta call described (taking over its handle)."""
-    t = _new_tensor(Tensor)
-    t._h = mv[0]
-    m = mv[1]
-    nd = (m >> 8) & 0xFF
-    if nd == 0:
-        t._shape = ()
-    elif nd == 1:
-        t._shape = (mv[2],)
-    else:
-        t._shape = tuple(mv[2 : 2 + nd])
-    t._dtype = BY_CODE[m & 0xFF]
-    t._rg = m & _META_RG != 0
-    if m & _META_PENDING:
-        drain()
-    return t
-
-
-_META_RG = lib.LUCID_META_REQUIRES_GRAD
-_META_PENDING = lib.LUCID_META_PENDING
-
-
 def _py_binary(op: int, a: Any, b: Any, *, out: Any = None) -> Tensor:
     """One C call: op(a, b) with promotion, broadcasting and autograd.
 
     The Python form of the hot path (_hot.binary does the same in C and comes
-    here for arguments that are not Tensors): the result's metadata comes
-    back in the thread's meta array, read through a memoryview.
+    here for arguments that are not Tensors): the operands converted, then
+    the call path (_calls.call1).
     """
     if _lib._forked:
         _lib.check_fork()
-    if _interrupted:
-        _reraise_interrupt()
     ta = a if type(a) is Tensor else _operand(a)
     tb = b if type(b) is Tensor else _operand(b)
-    if out is not None:
-        return call_op(op, (ta, tb), (), out, 1)[0]  # type: ignore[no-any-return]
-    if forward_levels[0] and _fw.level is not None:
-        r = _jvp_op(op, [ta, tb], [], 1)
-        if r is not None:
-            return r[0]  # type: ignore[no-any-return]
-    buf, mv, inp = _meta_buffer()
-    mv[_IN] = ta._h
-    mv[_IN + 1] = tb._h
-    rc = _lucid_op(op, inp, 2, _NULL, 0, state.mode, buf)
-    if rc:
-        raise_status(rc)
-    return _from_meta(mv)
+    return call1(op, (ta, tb), None, out)  # type: ignore[no-any-return]
 
 
 def unary(op: int, t: Tensor, out: Any = None) -> Tensor:
     """The elementwise op whose lucid_op id is op on t."""
-    if _lib._forked:
-        _lib.check_fork()
-    if _interrupted:
-        _reraise_interrupt()
-    if out is not None:
-        return call_op(op, (t,), (), out, 1)[0]  # type: ignore[no-any-return]
-    return _unary_call(op, t, _NULL, 0, state.mode)
+    return call1(op, (t,), None, out)  # type: ignore[no-any-return]
 
 
 def reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool, out: Any = None) -> Tensor:
     """The reduction whose lucid_op id is op over dim (all dims when None)."""
     if out is not None:
-        return call_op(op, (as_tensor(a),), reduction_attrs(dim, keepdim), out, 1)[0]  # type: ignore[no-any-return]
+        ta = as_tensor(a)
+        return call1(op, (ta,), reduction_attrs(dim, keepdim, op, ta.ndim), out)  # type: ignore[no-any-return]
     if dim is None and _hot is not None:
         return _hot_reduce_all(op, a, keepdim)  # type: ignore[no-any-return]
     return _py_reduce(op, a, dim, keepdim)
 
 
-def reduction_attrs(dim: Union[None, int, Sequence[int]], keepdim: bool) -> List[int]:
+def reduction_attrs(dim: Union[None, int, Sequence[int]], keepdim: bool, op: Optional[int] = None,
+                    ndim: int = 0) -> List[int]:
     """A reduction's attributes for lucid_op: keepdim, ndims (-1: all dims),
-    dims (lucid.h)."""
+    dims (lucid.h). A dim past int64 is out of range for any tensor: it
+    raises the library's ValueError for the op (whose id is op) on an ndim-d
+    tensor here, where the C call could only say the int is too big."""
     attrs = [1 if keepdim else 0, -1]
     if dim is not None:
         dims = _scalars.index_list(dim, "dim")
+        for d in dims:
+            if not _INT64_MIN <= d <= _INT64_MAX:
+                name = _lib.schema_table()[op]["name"] if op is not None else "reduction"
+                raise ValueError("%s: dimension %d out of range for a %d-d tensor" % (name, d, ndim))
         attrs[1] = len(dims)
         attrs += dims
     return attrs
@@ -837,250 +770,13 @@ def reduction_attrs(dim: Union[None, int, Sequence[int]], keepdim: bool) -> List
 def _py_reduce(op: int, a: Any, dim: Union[None, int, Sequence[int]], keepdim: bool) -> Tensor:
     if _lib._forked:
         _lib.check_fork()
-    if _interrupted:
-        _reraise_interrupt()
     ta = a if type(a) is Tensor else as_tensor(a)
-    attrs = reduction_attrs(dim, keepdim)
-    if forward_levels[0] and _fw.level is not None:
-        r = _jvp_op(op, [ta], attrs, 1)
-        if r is not None:
-            return r[0]  # type: ignore[no-any-return]
-    buf, mv, inp = _meta_buffer()
-    mv[_IN] = ta._h
-    rc = _call_interruptible(lambda: _lucid_op(op, inp, 1, attrs, len(attrs), state.mode | _INTERRUPTIBLE, buf), buf)
-    if rc:
-        raise_status(rc)
-    return _from_meta(mv)
+    return call1(op, (ta,), reduction_attrs(dim, keepdim, op, ta.ndim))  # type: ignore[no-any-return]
 
 
-def _call_interruptible(call: Callable[[], int], buf: Any) -> int:
-    """call() (lucid_op or lucid_op_n in LUCID_MODE_INTERRUPTIBLE, meta in
-    buf), then the wait for the job it may start (_await_job). A Ctrl-C that
-    lands right after the call returned, before its status reached Python,
-    cancels that job too: buf[1] is set to -1, which a call that starts a job
-    leaves as it is (it writes only the job's id, in buf[0]), while a result
-    overwrites it."""
-    buf[0], buf[1] = 0, -1
-    rc: Optional[int] = None
-    try:
-        rc = call()
-        if rc == _PENDING:
-            rc = _await_job(buf)
-        return rc
-    except BaseException:
-        if (rc is None or rc == _PENDING) and buf[1] == -1 and buf[0] != 0:
-            lib.lucid_job_cancel(buf[0])  # LUCID_EVALUE, harmless, if _await_job cancelled it
-        raise
-
-
-def _await_job(buf: Any) -> int:
-    """Waits for the job a call left in buf[0] (a long reduction: lucid.h,
-    LUCID_MODE_INTERRUPTIBLE) in short slices. Each wait releases the GIL, and
-    between waits the interpreter runs signal handlers, so Ctrl-C raises
-    KeyboardInterrupt here: the job is then cancelled (its work has ended when
-    lucid_job_cancel returns) and the exception goes on. Returns the call's
-    status; on 0, buf holds its result."""
-    job = buf[0]
-    try:
-        while True:
-            rc: int = _lucid_job_wait(job, _JOB_SLICE_MS, buf)
-            if rc != _PENDING:
-                return rc
-    except BaseException:
-        lib.lucid_job_cancel(job)  # LUCID_EVALUE, harmless, if it ended just before
-        raise
-
-
-# ---- every op: several outputs, out= and forward mode (lucid_op_n, lucid_op_jvp) ----
-
-_LEN = lib.LUCID_META_LEN
-
-
-# Descriptors (lucid_out) of NumPy arrays passed as out=, by id(array): a
-# loop that writes into the same array pays for one descriptor. An entry is
-# used only while its array is alive and unchanged in shape, strides, dtype
-# and writeability.
-_out_descs: Dict[int, Tuple[Any, Tuple[int, ...], Tuple[int, ...], Any, Any]] = {}
-
-
-def out_desc(o: np.ndarray) -> Any:
-    """A lucid_out describing a writable NumPy array (lent for one call)."""
-    e = _out_descs.get(id(o))
-    if e is not None and e[0]() is o and e[1] == o.shape and e[2] == o.strides and e[3] == o.dtype:
-        if not o.flags.writeable:
-            raise ValueError("out is a read-only array")
-        return e[4]
-    if not o.flags.writeable:
-        raise ValueError("out is a read-only array")
-    if o.dtype.byteorder not in ("=", "|") or any(st % o.itemsize for st in o.strides):
-        raise ValueError("out must be an array in native byte order with strides that are multiples of its item "
-                         "size, got dtype %s with strides %s" % (o.dtype, o.strides))
-    if o.ndim > lib.LUCID_MAX_DIMS:
-        raise ValueError("arrays with more than %d dims are not supported" % lib.LUCID_MAX_DIMS)
-    dt = from_numpy_dtype(o.dtype)
-    d = ffi.new("lucid_out *")
-    shape = ffi.new("int64_t[]", list(o.shape) or [0])
-    strides = ffi.new("int64_t[]", [st // o.itemsize for st in o.strides] or [0])
-    d.handle = 0
-    d.data = ffi.cast("void *", o.__array_interface__["data"][0])
-    d.dtype = dt.code
-    d.ndim = o.ndim
-    d.shape = shape
-    d.strides = strides
-    if len(_out_descs) >= 64:
-        _out_descs.clear()
-    _out_descs[id(o)] = (weakref.ref(o), o.shape, o.strides, o.dtype, (d, shape, strides))
-    return (d, shape, strides)
-
-
-def out_desc_address(o: np.ndarray) -> int:
-    """out_desc(o)'s address, for _hot's C path."""
-    return int(ffi.cast("intptr_t", out_desc(o)[0]))
-
-
-def call_op(op: int, ins: Sequence[Optional["Tensor"]], attrs: Sequence[int], out: Any, nout: int) -> List[Any]:
-    """lucid_op_n: op on ins (None: an absent optional input) with attrs; out
-    is None, or the out= argument (a tuple of nout entries when nout > 1).
-    Returns the outputs: where out gave one, that very object."""
-    if _lib._forked:
-        _lib.check_fork()
-    if _interrupted:
-        _reraise_interrupt()
-    if forward_levels[0] and _fw.level is not None:
-        if out is None:
-            r = _jvp_op(op, ins, attrs, nout)
-            if r is not None:
-                return r
-        else:
-            _refuse_out_with_tangents(op, ins, out)
-    in_arr = ffi.new("int64_t[]", [0 if t is None else t._h for t in ins] or [0])
-    given: Optional[Sequence[Any]] = None
-    outs_arr = _NULL
-    keep: List[Any] = []
-    if out is not None:
-        if nout == 1:
-            given = (out,)
-        elif not isinstance(out, (tuple, list)) or len(out) != nout:
-            raise TypeError("out must be a tuple of %d tensors or arrays" % nout)
-        else:
-            given = tuple(out)
-        outs_arr = ffi.new("lucid_out[]", nout)
-        for i, o in enumerate(given):
-            if o is None:
-                outs_arr[i].dtype = -1
-            elif isinstance(o, Tensor):
-                outs_arr[i].handle = o._h
-            elif isinstance(o, np.ndarray):
-                d = out_desc(o)
-                keep.append(d)
-                outs_arr[i] = d[0][0]
-            else:
-                raise TypeError("out must be a pylucid.Tensor or a numpy.ndarray, got %s" % type(o).__name__)
-    meta = ffi.new("int64_t[]", nout * _LEN)
-    attrs_arr = ffi.new("int64_t[]", list(attrs)) if attrs else _NULL
-    n_given = nout if given is not None else 0
-    rc = _call_interruptible(  # a long reduction runs as a job: Ctrl-C stops it (lucid.h)
-        lambda: _lucid_op_n(op, in_arr, len(ins), attrs_arr, len(attrs), outs_arr, n_given, state.mode | _INTERRUPTIBLE,
-                            meta), meta)
-    if rc:
-        raise_status(rc)
-    mv = memoryview(ffi.buffer(meta)).cast("q")
-    res: List[Any] = []
-    for i in range(nout):
-        if given is not None and given[i] is not None:
-            res.append(given[i])
-        else:
-            res.append(_from_meta(mv[i * _LEN:(i + 1) * _LEN]))
-    return res
-
-
-def _refuse_out_with_tangents(op: int, ins: Sequence[Optional["Tensor"]], out: Any) -> None:
-    """out= records no tangent: with an input (or out) that has one in the
-    open forward-mode level, the written result's tangent would be silently
-    wrong (zero, or out's stale one), so the call is refused, as out= is in
-    grad mode with an input that requires grad (docs/semantics.md)."""
-    name = _lib.schema_table()[op]["name"]
-    if name in ("argmin", "argmax"):  # int64 positions: no tangent to lose (as they record no graph)
-        return
-    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-    if any(tangent_of(t) is not None for t in tuple(ins) + outs):
-        raise RuntimeError("%s(): an out= argument does not support forward-mode differentiation, but an argument "
-                           "has a tangent (autograd.jvp); call it without out=" % name)
-
-
-class _Forward(threading.local):
-    """The calling thread's forward-mode level (autograd.jvp): a dict from
-    id(tensor) to (tensor, tangent), holding both alive while the level is
-    open; None outside jvp."""
-
-    level: Optional[Dict[int, Tuple["Tensor", "Tensor"]]] = None
-
-
-_fw = _Forward()
-# Levels open in any thread: op entry points look at _fw only when it is not
-# 0, and _hot's C path sends calls to them meanwhile (set_forward).
-forward_levels = [0]
-
-
-def tangent_of(t: Any) -> Optional["Tensor"]:
-    """t's tangent in the calling thread's forward-mode level (None: zero)."""
-    lvl = _fw.level
-    if lvl is None or not isinstance(t, Tensor):
-        return None
-    e = lvl.get(id(t))
-    return e[1] if e is not None and e[0] is t else None
-
-
-def _jvp_op(op: int, ins: Sequence[Optional["Tensor"]], attrs: Sequence[int], nout: int) -> Optional[List[Any]]:
-    """Runs op through lucid_op_jvp when an input has a tangent, recording the
-    outputs' tangents in the level; None when no input has one."""
-    ts = [tangent_of(t) for t in ins]
-    if all(t is None for t in ts):
-        return None
-    in_arr = ffi.new("int64_t[]", [0 if t is None else t._h for t in ins])
-    t_arr = ffi.new("int64_t[]", [0 if t is None else t._h for t in ts])
-    meta = ffi.new("int64_t[]", 2 * nout * _LEN)
-    attrs_arr = ffi.new("int64_t[]", list(attrs)) if attrs else _NULL
-    rc = lib.lucid_op_jvp(op, in_arr, t_arr, len(ins), attrs_arr, len(attrs), state.mode, meta)
-    if rc:
-        raise_status(rc)
-    mv = memoryview(ffi.buffer(meta)).cast("q")
-    blocks = [mv[i * _LEN:(i + 1) * _LEN] for i in range(2 * nout)]
-    outs = [_from_meta(b) for b in blocks[:nout]]
-    lvl = _fw.level
-    assert lvl is not None
-    for o, b in zip(outs, blocks[nout:]):
-        if b[0]:
-            lvl[id(o)] = (o, _from_meta(b))
-    return outs
-
-
-def set_forward_level(level: Optional[Dict[int, Tuple["Tensor", "Tensor"]]]) -> Optional[Dict[int, Tuple["Tensor", "Tensor"]]]:
-    """Opens (a dict) or closes (None) the calling thread's forward-mode
-    level; returns the previous one."""
-    prev = _fw.level
-    if (prev is None) != (level is None):
-        with _fw_lock:
-            forward_levels[0] += 1 if level is not None else -1
-            if _hot is not None:
-                _hot.set_forward(forward_levels[0])
-    _fw.level = level
-    return prev
-
-
-_fw_lock = threading.Lock()
-
-_lucid_op = lib.lucid_op
-_lucid_op_n = lib.lucid_op_n
-_NULL = ffi.NULL
-_lucid_job_wait = lib.lucid_job_wait
-_INTERRUPTIBLE = lib.LUCID_MODE_INTERRUPTIBLE
-_PENDING = lib.LUCID_PENDING
-_JOB_SLICE_MS = 25  # as call.c's JOB_SLICE_MS (python/csrc)
 _lucid_get_grad_meta = lib.lucid_get_grad_meta
 _lucid_set_grad = lib.lucid_set_grad
 _lucid_release = lib.lucid_release
-_new_tensor = object.__new__
 
 
 def _py_del(self: Tensor) -> None:
@@ -1098,21 +794,10 @@ def _py_del(self: Tensor) -> None:
                 _lucid_release(h)
     except KeyboardInterrupt:
         # Ctrl-C landed in this finalizer, where exceptions are only printed:
-        # the next op call raises it (_reraise_interrupt).
-        global _interrupted
-        _interrupted = True
+        # the next op call raises it (_calls.reraise_interrupt).
+        _calls.note_interrupt()
     except Exception:  # a half-built object, or interpreter shutdown
         pass
-
-
-_interrupted = False
-
-
-def _reraise_interrupt() -> None:
-    global _interrupted
-    if _interrupted:
-        _interrupted = False
-        raise KeyboardInterrupt
 
 
 def _release(t: Tensor) -> None:
@@ -1138,9 +823,10 @@ def _hot_kind(s: dict[str, Any]) -> int:
 
 
 binary: Callable[[int, Any, Any], Tensor]
+_calls.register(Tensor)
 if _hot is not None:
-    _hot.init(Tensor, tuple(BY_CODE.get(i) for i in range(256)), state, raise_status, drain, _py_binary, _py_reduce,
-              bytes(_hot_kind(s) for s in _lib.schema_table()))
+    _hot.init(Tensor, Node, tuple(BY_CODE.get(i) for i in range(256)), state, drain, _py_binary, _py_reduce,
+              bytes(_hot_kind(s) for s in _lib.schema_table()), _lib.FORK_MESSAGE)
     _hot.set_pinned(functions)
     _hot.set_out_desc(out_desc_address, np.ndarray)
     def _lendable(d: dtype) -> Optional[np.dtype[Any]]:
@@ -1168,13 +854,31 @@ else:
     setattr(Tensor, "__del__", _py_del)
 
 
+def _view_array(t: Tensor, typestr: Optional[str]) -> np.ndarray:
+    """A NumPy array over t's memory (not empty); with typestr, seen as that
+    type instead (of the same item size). The array holds a view of t (a
+    handle of its own: _calls.view), so the memory stays whatever becomes of
+    the Python object t."""
+    v, data, strides, readonly = _calls.view(t)
+    isz = t._dtype.itemsize
+    iface = {
+        "version": 3,
+        "shape": v._shape,
+        "strides": tuple(s * isz for s in strides) if strides else None,
+        "typestr": typestr or t._dtype.numpy_dtype.str,
+        "descr": [("", typestr)] if typestr else t._dtype.numpy_dtype.descr,
+        "data": (data, readonly),
+    }
+    return np.asarray(_ArrayHolder(v, iface))
+
+
 def _raw_bits(t: Tensor) -> np.ndarray:
     """A NumPy view of t's elements as unsigned integers of its item size:
     their raw bits (any dtype, bfloat16 without ml_dtypes)."""
     ut = np.dtype("u%d" % t.dtype.itemsize)
     if t.numel() == 0:
         return np.empty(t.shape, dtype=ut)
-    return np.asarray(_ArrayHolder(t, t._array_interface(ut.str)))
+    return _view_array(t, ut.str)
 
 
 def _rebuild(values: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
