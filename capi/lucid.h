@@ -360,8 +360,18 @@ int lucid_set_num_threads(int32_t n);
 int lucid_get_num_threads(int32_t *n);
 /* JSON array of op schemas, sorted by name: [{"name":..., "version":...,
  * "amp_policy":..., "deterministic":..., "id":..., "kind":..., "arity":...,
- * "outputs":..., "attrs":[...]}]; "id" is the op's position in the array and
- * what lucid_op takes. */
+ * "outputs":..., "attrs":[...], "signature":..., "node":..., "rule":...,
+ * "whole":..., "floating":..., "numpy":[...], "bridges":[...], "aliases":[...], "doc":...}];
+ * "id" is the op's position in the array and what lucid_op takes. The
+ * fields after "attrs" tell a host how to offer the op without naming it:
+ * "signature" how it is called ("binary", "unary", "clamp", "reduction",
+ * "arg", "minmax"; "" for an op hosts do not call), "node" its autograd
+ * node's name, "rule" the min/max family's selection rule ("min", "max",
+ * "fmin", "fmax"), "whole" the op a "minmax" one is over every dim,
+ * "floating" whether it takes floating inputs only, "numpy" the NumPy
+ * ufuncs and functions it is ("minimum.reduce": a ufunc's reduce),
+ * "bridges" the framework bridges that offer it ("torch", "jax", "dask"),
+ * "aliases" other names for it ("clip"), "doc" its documentation. */
 int lucid_schemas(char *buf, size_t n, size_t *needed);
 /* Exports tensor h for a DLPack consumer. *managed receives a new
  * DLManagedTensorVersioned* (versioned != 0; DLPack 1.0, flags

@@ -227,10 +227,15 @@ func getTensor(id C.int64_t) (*tensor.Tensor, error) {
 }
 
 // tensorsInto looks up the tensors behind ids into out (as long as ids)
-// under one lock: an op's inputs cost one lock, not one each.
-func (h *handleTable) tensorsInto(ids []C.int64_t, out []*tensor.Tensor) error {
+// under one lock: an op's inputs cost one lock, not one each. With absent,
+// a 0 handle is a nil tensor.
+func (h *handleTable) tensorsInto(ids []C.int64_t, out []*tensor.Tensor, absent bool) error {
 	h.mu.Lock()
 	for i, id := range ids {
+		if id == 0 && absent {
+			out[i] = nil
+			continue
+		}
 		sl := h.slot(int64(id))
 		if sl == nil {
 			h.mu.Unlock()

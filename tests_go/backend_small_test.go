@@ -67,7 +67,7 @@ func TestBackendSmallSizesMatchRef(t *testing.T) {
 	}
 }
 
-func compareBackends(t *testing.T, rb, cb backend.IBackend, a, b, g *tensor.Tensor, name string) {
+func compareBackends(t *testing.T, rb, cb kernels, a, b, g *tensor.Tensor, name string) {
 	t.Helper()
 	dt, shape := a.Dtype(), a.Shape()
 	fresh := func(dt dtype.Dtype, shape []int) *tensor.Tensor { return must(t)(tensor.Empty(dt, shape)) }

@@ -315,7 +315,7 @@ func TestErrorsBackendContracts(t *testing.T) {
 	require.NoError(t, err)
 	out, err := tensor.New(dtype.Float32, []int{2, 3})
 	require.NoError(t, err)
-	for _, b := range []backend.IBackend{cpu.New(1), cpu.New(4), ref.Backend{}} {
+	for _, b := range []kernels{cpu.New(1), cpu.New(4), ref.Backend{}} {
 		for _, c := range []struct {
 			name string
 			call func() error

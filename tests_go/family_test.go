@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/backend/ref"
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/errs"
@@ -21,8 +20,8 @@ import (
 )
 
 // familyBackends are the backends every family test runs on.
-func opBackends() map[string]backend.IBackend {
-	return map[string]backend.IBackend{"cpu": splitting(3), "ref": ref.Backend{}}
+func opBackends() map[string]kernels {
+	return map[string]kernels{"cpu": splitting(3), "ref": ref.Backend{}}
 }
 
 // tieData returns n float64 values drawn from a few levels, with NaNs and

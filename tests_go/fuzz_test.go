@@ -442,8 +442,8 @@ var fzOps = []fzOp{
 }
 
 var (
-	fzCPUs                  = []*cpu.Backend{cpu.New(1), splitting(3), splitting(16)}
-	fzRef  backend.IBackend = ref.Backend{}
+	fzCPUs         = []*cpu.Backend{cpu.New(1), splitting(3), splitting(16)}
+	fzRef  kernels = ref.Backend{}
 )
 
 // fzShapes decodes two shapes from 32 bits: [len a:3][len b:3][a's dims:
@@ -644,7 +644,7 @@ func fzCheckGrads(t *testing.T, op fzOp, a, b *tensor.Tensor, sa, sb, outShape [
 	if len(leaves) == 0 {
 		return
 	}
-	run := func(be backend.IBackend) []*tensor.Tensor {
+	run := func(be kernels) []*tensor.Tensor {
 		c := &ops.Context{Backend: be, GradEnabled: true}
 		for _, l := range leaves {
 			l.SetGrad(nil)
@@ -832,7 +832,7 @@ func FuzzSumDims(f *testing.F) {
 			wantErr = true
 		}
 		opName := "sum"
-		call := func(be backend.IBackend) (*tensor.Tensor, error) {
+		call := func(be kernels) (*tensor.Tensor, error) {
 			if mean {
 				return ops.Mean(&ops.Context{Backend: be}, x, dims, keepdim)
 			}

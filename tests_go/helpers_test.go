@@ -25,8 +25,8 @@ import (
 // ---- backends and contexts ----
 
 var (
-	cpuBackend backend.IBackend = splitting(4)
-	refBackend backend.IBackend = ref.Backend{}
+	cpuBackend kernels = splitting(4)
+	refBackend kernels = ref.Backend{}
 )
 
 // splitting returns a cpu backend with n threads that splits all work of
@@ -37,6 +37,16 @@ func splitting(n int) *cpu.Backend {
 	b := cpu.New(n)
 	b.SetAlwaysSplit(true)
 	return b
+}
+
+// kernels is a backend with every optional capability of the min/max
+// family (backend.Selector, Reducer, Clamper), as the cpu and ref backends
+// have: the tests call those kernels directly.
+type kernels interface {
+	backend.IBackend
+	backend.Selector
+	backend.Reducer
+	backend.Clamper
 }
 
 // ctxFor returns a context recording gradients on backend b.

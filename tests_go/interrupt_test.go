@@ -47,7 +47,7 @@ var reductions = []reduction{
 }
 
 func TestLongSumStopsWhenDoneCloses(t *testing.T) {
-	backends := map[string]backend.IBackend{"cpu1": splitting(1), "cpu4": splitting(4), "ref": refBackend}
+	backends := map[string]kernels{"cpu1": splitting(1), "cpu4": splitting(4), "ref": refBackend}
 	for bname, be := range backends {
 		for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float16, dtype.Float64} {
 			for _, r := range reductions {
@@ -74,7 +74,7 @@ func TestClosedDoneStopsBeforeAnyWork(t *testing.T) {
 	done := make(chan struct{})
 	close(done)
 	x := broadcastOne(t, dtype.Float32, []int{1 << 44})
-	for _, be := range []backend.IBackend{splitting(1), splitting(4), refBackend} {
+	for _, be := range []kernels{splitting(1), splitting(4), refBackend} {
 		_, err := ops.Sum(&ops.Context{Backend: be, Done: done}, x, nil, false)
 		require.ErrorIs(t, err, ops.ErrInterrupted, be.Name())
 	}
@@ -101,7 +101,7 @@ func TestOpenDoneGivesIdenticalBits(t *testing.T) {
 		at, err := a.Transpose(0, 1)
 		require.NoError(t, err)
 		for _, x := range []*tensor.Tensor{a, at} {
-			for _, be := range []backend.IBackend{splitting(1), splitting(3), refBackend} {
+			for _, be := range []kernels{splitting(1), splitting(3), refBackend} {
 				for _, red := range reductions {
 					want, err := red.run(&ops.Context{Backend: be}, x)
 					require.NoError(t, err)

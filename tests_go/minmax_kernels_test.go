@@ -28,8 +28,8 @@ import (
 )
 
 // familyBackends are the backends compared with ref.
-func familyBackends() []backend.IBackend {
-	return []backend.IBackend{cpu.New(1), splitting(2), splitting(3)}
+func familyBackends() []kernels {
+	return []kernels{cpu.New(1), splitting(2), splitting(3)}
 }
 
 // tieBits returns n values of dt with many ties: a small pool (±0, small

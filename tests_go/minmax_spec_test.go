@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/errs"
 	"github.com/pylucid/pylucid/core/ops"
@@ -126,7 +125,7 @@ func (c minmaxCase) winner(op minmaxOp) byte {
 	return c.minW
 }
 
-var specBackends = []backend.IBackend{cpuBackend, refBackend}
+var specBackends = []kernels{cpuBackend, refBackend}
 
 // TestMinMaxSpecCases checks every pinned case one at a time (0-d tensors),
 // through Backward and through Grad, on both backends.

@@ -27,12 +27,12 @@ var familyRows = concatRows(
 		clampRow("clamp_min", true, false),
 		clampRow("clamp_max", false, true),
 	},
-	extremeRows("amin", selMin, exValues),
-	extremeRows("amax", selMax, exValues),
-	extremeRows("argmin", selMin, exIndex),
-	extremeRows("argmax", selMax, exIndex),
-	extremeRows("min", selMin, exBoth),
-	extremeRows("max", selMax, exBoth),
+	extremeRows("amin", "AminBackward", selMin, extremeCall{values: ops.Amin}),
+	extremeRows("amax", "AmaxBackward", selMax, extremeCall{values: ops.Amax}),
+	extremeRows("argmin", "", selMin, extremeCall{index: ops.Argmin}),
+	extremeRows("argmax", "", selMax, extremeCall{index: ops.Argmax}),
+	extremeRows("min", "MinBackward", selMin, extremeCall{both: ops.MinDim}),
+	extremeRows("max", "MaxBackward", selMax, extremeCall{both: ops.MaxDim}),
 )
 
 func concatRows(parts ...[]opInfo) []opInfo {
@@ -165,14 +165,54 @@ func apartValid(in [][]float64, shapes [][]int) bool {
 type exKind int
 
 const (
-	exValues exKind = iota // amin, amax
-	exIndex                // argmin, argmax
+	exValues exKind = iota // amin, amax, nanmin, nanmax
+	exIndex                // argmin, argmax, nanargmin, nanargmax
 	exBoth                 // min, max over a dim
 )
 
+// extremeCall is a selecting reduction's typed Go entry, one of three
+// forms: the winners over dims, their positions along a dim (or flat), or
+// both over one dim.
+type extremeCall struct {
+	values func(c *ops.Context, x *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor, error)
+	index  func(c *ops.Context, x *tensor.Tensor, dim *int, keepdim bool) (*tensor.Tensor, error)
+	both   func(c *ops.Context, x *tensor.Tensor, dim int, keepdim bool) (values, indices *tensor.Tensor, err error)
+}
+
+func (e extremeCall) kind() exKind {
+	switch {
+	case e.index != nil:
+		return exIndex
+	case e.both != nil:
+		return exBoth
+	}
+	return exValues
+}
+
+// call runs the entry over dims (as dimsFor chose them).
+func (e extremeCall) call(c *ops.Context, x *tensor.Tensor, dims []int, keep bool) ([]*tensor.Tensor, error) {
+	switch e.kind() {
+	case exIndex:
+		var dim *int
+		if dims != nil {
+			dim = &dims[0]
+		}
+		y, err := e.index(c, x, dim, keep)
+		return []*tensor.Tensor{y}, err
+	case exBoth:
+		v, i, err := e.both(c, x, dims[0], keep)
+		return []*tensor.Tensor{v, i}, err
+	}
+	y, err := e.values(c, x, dims, keep)
+	return []*tensor.Tensor{y}, err
+}
+
 // extremeRows returns the rows of one selecting reduction over several dims
-// choices: all, one, several, none (()), with and without keepdim.
-func extremeRows(name string, r selRule, kind exKind) []opInfo {
+// choices: all, one, several, none (()), with and without keepdim: the op
+// registered as name, its node, the rule its fold follows and its typed
+// entry.
+func extremeRows(name, node string, r selRule, entry extremeCall) []opInfo {
+	kind := entry.kind()
 	type variant struct {
 		suffix  string
 		dimsFor func(nd int) ([]int, bool)
@@ -217,48 +257,23 @@ func extremeRows(name string, r selRule, kind exKind) []opInfo {
 	}
 	var rows []opInfo
 	for _, v := range vs {
-		rows = append(rows, extremeRow(name+v.suffix, name, r, kind, v.dimsFor))
+		rows = append(rows, extremeRow(name+v.suffix, name, node, r, entry, v.dimsFor))
 	}
 	return rows
 }
 
-func extremeRow(name, schema string, r selRule, kind exKind, dimsFor func(nd int) ([]int, bool)) opInfo {
-	maximum := r == selMax
+func extremeRow(name, schema, node string, r selRule, entry extremeCall, dimsFor func(nd int) ([]int, bool)) opInfo {
+	kind := entry.kind()
 	callN := func(c *ops.Context, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		dims, keep := dimsFor(in[0].Ndim())
-		var y, i *tensor.Tensor
-		var err error
-		switch {
-		case kind == exValues && maximum:
-			y, err = ops.Amax(c, in[0], dims, keep)
-		case kind == exValues:
-			y, err = ops.Amin(c, in[0], dims, keep)
-		case kind == exIndex:
-			var dim *int
-			if dims != nil {
-				dim = &dims[0]
-			}
-			if maximum {
-				y, err = ops.Argmax(c, in[0], dim, keep)
-			} else {
-				y, err = ops.Argmin(c, in[0], dim, keep)
-			}
-		case maximum:
-			y, i, err = ops.MaxDim(c, in[0], dims[0], keep)
-		default:
-			y, i, err = ops.MinDim(c, in[0], dims[0], keep)
-		}
+		outs, err := entry.call(c, in[0], dims, keep)
 		if err != nil {
 			return nil, err
 		}
-		if i != nil {
-			return []*tensor.Tensor{y, i}, nil
-		}
-		return []*tensor.Tensor{y}, nil
+		return outs, nil
 	}
-	nodes := map[string]string{"amin": "AminBackward", "amax": "AmaxBackward", "min": "MinBackward", "max": "MaxBackward"}
 	row := opInfo{
-		name: name, schema: schema, node: nodes[schema], arity: 1, minmax: true, diff: kind != exIndex,
+		name: name, schema: schema, node: node, arity: 1, minmax: true, diff: kind != exIndex,
 		rejects: never,
 		call: func(c *ops.Context, in []*tensor.Tensor) (*tensor.Tensor, error) {
 			outs, err := callN(c, in)
@@ -306,6 +321,20 @@ func extremeRow(name, schema string, r selRule, kind exKind, dimsFor func(nd int
 			}
 			return false
 		},
+	}
+	if kind == exIndex && r.ignoresNaN() {
+		// The position of an all-NaN slice's winner is refused (NumPy's
+		// nanargmin raises): a Value error, as for a zero-size slice.
+		row.failsOn = func(in []*tensor.Tensor) bool {
+			dims, _ := dimsFor(in[0].Ndim())
+			win, _ := sliceWinners(r, in[0], reducedSet(in[0].Ndim(), dims))
+			for _, w := range win {
+				if isNaNBits(in[0].Dtype(), in[0].Bits()[w]) {
+					return true
+				}
+			}
+			return false
+		}
 	}
 	if kind == exBoth {
 		row.callN = callN

@@ -133,7 +133,7 @@ func pairTensors(t *testing.T, dt dtype.Dtype, v []uint64, la, lb layout) (*tens
 }
 
 func TestSelectionRulesTable(t *testing.T) {
-	backends := []backend.IBackend{ref.Backend{}, cpu.New(1), splitting(3)}
+	backends := []kernels{ref.Backend{}, cpu.New(1), splitting(3)}
 	for _, dt := range dtype.All() {
 		v := ruleSpecials(dt)
 		// value operands of another dtype (the generic mask path of Route and
@@ -208,7 +208,7 @@ func TestSelectionRulesTable(t *testing.T) {
 	}
 }
 
-func threadsOf(be backend.IBackend) any {
+func threadsOf(be kernels) any {
 	if th, ok := be.(backend.Threaded); ok {
 		return th.Threads()
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/errs"
 	"github.com/pylucid/pylucid/core/ops"
@@ -168,7 +167,7 @@ func TestFloatScalarToMatchesTheCastKernels(t *testing.T) {
 				got := must(t)(src.FloatScalarTo(to))
 				require.Equal(t, to, got.Dtype())
 				require.Equal(t, 0, got.Ndim())
-				for _, be := range []backend.IBackend{cpuBackend, refBackend} {
+				for _, be := range []kernels{cpuBackend, refBackend} {
 					want := must(t)(tensor.New(to, nil))
 					require.NoError(t, be.Cast(want, src))
 					assert.Equal(t, want.Bits(), got.Bits(), "%v -> %v of %v on %s", from, to, v, be.Name())

@@ -219,8 +219,14 @@ class OpInfo:
     #: the min/max family and minimum/maximum: values are a winner's bits
     #: (NaN payloads included), so forward checks compare every bit
     selection: bool = False
-    #: the op's win rule a_wins(a, b) (selection ops)
+    #: the op's win rule a_wins(a, b) (selection ops; the fold's rule for a
+    #: selecting reduction: the running winner a keeps its place against b)
     wins: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]] = None
+    #: minmax_dim: NumPy's function for the indices (numpy_fn gives the values)
+    numpy_index_fn: Optional[Callable[..., np.ndarray]] = None
+    #: arg rows whose rule ignores NaN: a slice of NaNs only has no position
+    #: (NumPy's nanargmin raises ValueError, and so does pylucid)
+    refuses_all_nan: bool = False
 
     @property
     def schema_kind(self) -> str:
@@ -346,31 +352,48 @@ def norm_axes(ndim: int, axis: Any) -> Tuple[int, ...]:
 
 
 def _order_key(x: np.ndarray) -> np.ndarray:
-    """x as float64/int64 (order and NaN-ness kept) for np.argmin/argmax."""
+    """x as float64/int64 (order and NaN-ness kept), for NumPy's own
+    functions in comparisons."""
     x = np.asarray(x)
     if x.dtype.kind in "biu":
         return x.astype(np.int64)
     return x.astype(np.float64)
 
 
-def extreme_index(x: np.ndarray, axis: Any, largest: bool) -> Tuple[np.ndarray, np.ndarray]:
+Wins = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def extreme_index(x: np.ndarray, axis: Any, wins: Wins) -> Tuple[np.ndarray, np.ndarray]:
     """The winner of each reduced slice by the fold rule (docs/semantics.md):
-    the first NaN if there is one, else the first smallest (largest) element
-    in row-major order of the reduced dims -- np.argmin/np.argmax exactly.
-    Returns (values with keepdims, positions with keepdims) where a position
-    indexes the slice flattened in row-major order."""
+    the slice in row-major order of the reduced dims, the running winner w
+    keeping its place against the next element iff wins(w, x_k). Returns
+    (values with keepdims, positions with keepdims) where a position indexes
+    the slice flattened in row-major order."""
     x = np.asarray(x)
     axes = norm_axes(x.ndim, axis)
     kept = [d for d in range(x.ndim) if d not in axes]
     moved = np.transpose(x, kept + list(axes))
     lead = [x.shape[d] for d in kept]
-    flat = moved.reshape(lead + [int(np.prod([x.shape[d] for d in axes], dtype=np.int64))])
+    n = int(np.prod([x.shape[d] for d in axes], dtype=np.int64))
+    flat = moved.reshape(lead + [n])
     key = _order_key(flat)
-    with np.errstate(invalid="ignore"):
-        pos = np.argmax(key, axis=-1) if largest else np.argmin(key, axis=-1)
-    vals = np.take_along_axis(flat, pos[..., None], axis=-1)[..., 0]
-    keep_shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape))
-    return vals.reshape(keep_shape), pos.reshape(keep_shape).astype(np.int64)
+    pos = np.zeros(lead, dtype=np.int64)
+    w = key[..., 0] if n else np.zeros(lead)
+    for k in range(1, n):
+        keep = wins(w, key[..., k])
+        pos = np.where(keep, pos, k)
+        w = np.where(keep, w, key[..., k])
+    vals = np.take_along_axis(flat, pos[..., None], axis=-1)[..., 0] if n else np.zeros(lead, x.dtype)
+    keep_shape = tuple(1 if d in axes else s for d, s in enumerate(x.shape))
+    return vals.reshape(keep_shape), pos.reshape(keep_shape)
+
+
+def all_nan_slice(x: np.ndarray, axis: Any) -> bool:
+    """Whether some reduced slice of x holds NaNs only."""
+    x = np.asarray(x)
+    if x.dtype.kind in "biu" or x.size == 0:
+        return False
+    return bool(np.isnan(_order_key(x)).all(axis=norm_axes(x.ndim, axis)).any())
 
 
 def _squeeze(r: np.ndarray, ndim: int, axis: Any, keepdims: bool) -> np.ndarray:
@@ -380,33 +403,30 @@ def _squeeze(r: np.ndarray, ndim: int, axis: Any, keepdims: bool) -> np.ndarray:
     return r.reshape(tuple(n for d, n in enumerate(r.shape) if d not in axes))
 
 
-def extreme_ref(largest: bool) -> Callable[..., np.ndarray]:
+def extreme_ref(wins: Wins) -> Callable[..., np.ndarray]:
     def ref(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
         x = np.asarray(x)
         if axis == ():
             return x.copy()
-        v, _ = extreme_index(x, axis, largest)
+        v, _ = extreme_index(x, axis, wins)
         return _squeeze(v, x.ndim, axis, keepdims)
 
     return ref
 
 
-def arg_ref(largest: bool) -> Callable[..., np.ndarray]:
-    """np.argmin/np.argmax (flat index when axis is None), keepdims as pylucid."""
+def arg_ref(wins: Wins) -> Callable[..., np.ndarray]:
+    """The fold's positions (flat index when axis is None), keepdims as
+    pylucid: np.argmin/np.argmax (nanargmin/nanargmax) exactly."""
 
     def ref(x: np.ndarray, axis: Optional[int], keepdims: bool) -> np.ndarray:
-        key = _order_key(x)
-        with np.errstate(invalid="ignore"):
-            r = np.argmax(key, axis=axis) if largest else np.argmin(key, axis=axis)
-        r = np.asarray(r, dtype=np.int64)
-        if keepdims:
-            r = r.reshape((1,) * x.ndim) if axis is None else np.expand_dims(r, axis)
-        return r
+        x = np.asarray(x)
+        _, pos = extreme_index(x, axis, wins)
+        return _squeeze(pos, x.ndim, axis, keepdims)
 
     return ref
 
 
-def extreme_grad_ref(largest: bool) -> Callable[..., Tuple[np.ndarray]]:
+def extreme_grad_ref(wins: Wins) -> Callable[..., Tuple[np.ndarray]]:
     """The whole upstream gradient of each output at its winner's position."""
 
     def grad(g: np.ndarray, x: np.ndarray, axis: Any, keepdims: bool) -> Tuple[np.ndarray]:
@@ -414,7 +434,7 @@ def extreme_grad_ref(largest: bool) -> Callable[..., Tuple[np.ndarray]]:
         if axis == ():
             return (np.broadcast_to(g, x.shape).astype(np.float64),)
         axes = norm_axes(x.ndim, axis)
-        _, pos = extreme_index(x, axis, largest)
+        _, pos = extreme_index(x, axis, wins)
         kept = [d for d in range(x.ndim) if d not in axes]
         lead = [x.shape[d] for d in kept]
         n = int(np.prod([x.shape[d] for d in axes], dtype=np.int64))
@@ -485,26 +505,26 @@ OPS = [
         grad_ref=clamp_grad_ref, node="ClampBackward", selection=True,
     ),
     OpInfo(
-        "amin", ops.amin, "extreme", extreme_ref(False), np.amin, _all, _same, True, True,
-        grad_ref=extreme_grad_ref(False), node="AminBackward", selection=True,
+        "amin", ops.amin, "extreme", extreme_ref(a_wins_min), np.amin, _all, _same, True, True,
+        grad_ref=extreme_grad_ref(a_wins_min), node="AminBackward", selection=True, wins=a_wins_min,
     ),
     OpInfo(
-        "amax", ops.amax, "extreme", extreme_ref(True), np.amax, _all, _same, True, True,
-        grad_ref=extreme_grad_ref(True), node="AmaxBackward", selection=True,
+        "amax", ops.amax, "extreme", extreme_ref(a_wins_max), np.amax, _all, _same, True, True,
+        grad_ref=extreme_grad_ref(a_wins_max), node="AmaxBackward", selection=True, wins=a_wins_max,
     ),
     OpInfo(
-        "argmin", ops.argmin, "arg", arg_ref(False), np.argmin, _all, lambda d: "int64", True, False,
+        "argmin", ops.argmin, "arg", arg_ref(a_wins_min), np.argmin, _all, lambda d: "int64", True, False, wins=a_wins_min,
     ),
     OpInfo(
-        "argmax", ops.argmax, "arg", arg_ref(True), np.argmax, _all, lambda d: "int64", True, False,
+        "argmax", ops.argmax, "arg", arg_ref(a_wins_max), np.argmax, _all, lambda d: "int64", True, False, wins=a_wins_max,
     ),
     OpInfo(
-        "min", ops.min, "minmax_dim", extreme_ref(False), np.min, _all, _same, True, True,
-        grad_ref=extreme_grad_ref(False), node="MinBackward", selection=True,
+        "min", ops.min, "minmax_dim", extreme_ref(a_wins_min), np.min, _all, _same, True, True,
+        grad_ref=extreme_grad_ref(a_wins_min), node="MinBackward", selection=True, wins=a_wins_min, numpy_index_fn=np.argmin,
     ),
     OpInfo(
-        "max", ops.max, "minmax_dim", extreme_ref(True), np.max, _all, _same, True, True,
-        grad_ref=extreme_grad_ref(True), node="MaxBackward", selection=True,
+        "max", ops.max, "minmax_dim", extreme_ref(a_wins_max), np.max, _all, _same, True, True,
+        grad_ref=extreme_grad_ref(a_wins_max), node="MaxBackward", selection=True, wins=a_wins_max, numpy_index_fn=np.argmax,
     ),
 ]
 OPS_BY_NAME = {o.name: o for o in OPS}
@@ -528,8 +548,8 @@ BINARY = [o for o in OPS if o.kind == "binary"]
 UNARY = [o for o in OPS if o.kind == "unary"]
 REDUCTIONS = [o for o in OPS if o.kind == "reduction"]
 DIFFERENTIABLE = [o for o in OPS if o.differentiable]
-#: the reductions of the min/max family: amin/amax (dims), argmin/argmax and
-#: min/max over one dim
+#: the reductions of the min/max family: amin/amax and nanmin/nanmax (dims),
+#: argmin/argmax and nanargmin/nanargmax, and min/max over one dim
 EXTREMES = [o for o in OPS if o.kind in ("extreme", "arg", "minmax_dim")]
 
 

@@ -6,6 +6,7 @@ and clear errors on the client."""
 from __future__ import annotations
 
 import os
+import re
 import threading
 from typing import Any, Callable
 
@@ -126,8 +127,11 @@ def test_mixed_dtypes_promote_as_pylucid(client) -> None:
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 def test_reductions_equal_pylucid_for_every_axis(client, dtype) -> None:
     A = data((7, 9, 5), dtype, 5)
-    cases = [(f, ax, kd) for f in ["amin", "amax", "argmin", "argmax"] for ax in [None, 0, 1, -1] for kd in [False, True]]
-    cases += [(f, ax, False) for f in ["amin", "amax"] for ax in [(1,), (0, 1, 2)]]
+    # every reduction the bridge offers (from the records), against pylucid
+    # on the whole array
+    reductions, values = _bridge_reductions()
+    cases = [(f, ax, kd) for f in reductions for ax in [None, 0, 1, -1] for kd in [False, True]]
+    cases += [(f, ax, False) for f in values for ax in [(1,), (0, 1, 2)]]
     arrays = [da.from_array(A, chunks=chunks) for chunks in [(2, 4, 3), (7, 9, 5), (3, 5, 5)]]
     graphs = [getattr(pdk, f)(a, ax, kd, split_every=2) for a in arrays for f, ax, kd in cases]
     got = dask.compute(*graphs)  # one round trip
@@ -377,3 +381,35 @@ def test_zero_size_chunks_in_two_dims(client) -> None:
     y = da.from_array(np.array([-1.0, 2.0, -3.0, 4.0, 5.0, -6.0]), chunks=2)
     pos = y[y > 0].compute_chunk_sizes()
     assert pdk.amin(pos).compute() == 2.0 and pdk.argmax(pos).compute() == 2
+
+
+def _bridge_reductions() -> tuple[list[str], list[str]]:
+    """The reductions pylucid.dask offers, read from the op records: all of
+    them (values and positions) and the value ones."""
+    records = [s for s in pylucid._lib.schema_table() if "dask" in s["bridges"]]
+    reductions = [s["name"] for s in records if s["signature"] in ("reduction", "arg")]
+    assert {"amin", "amax", "argmin", "argmax"} <= set(reductions)
+    return reductions, [s["name"] for s in records if s["signature"] == "reduction"]
+
+
+def test_reductions_with_nan_chunks_and_nan_slices_equal_pylucid(client) -> None:
+    # Chunks of NaNs only, a row of NaNs only and signed zeros, for every
+    # reduction of the records: the result (bits) or the error pylucid
+    # gives on the whole array, and the gradient pylucid gives.
+    X = np.array([[np.nan, np.nan, 2.0, np.nan], [np.nan, np.nan, np.nan, np.nan], [-0.0, 5.0, 0.0, -1.0]])
+    x = da.from_array(X, chunks=(1, 2))
+    reductions, values = _bridge_reductions()
+    for f in reductions:
+        for ax in (None, 0, 1):
+            try:
+                want = whole(f, X, ax)
+            except ValueError as e:
+                with pytest.raises(ValueError, match=re.escape(str(e).split(":")[-1].strip())):
+                    within(60, lambda: getattr(pdk, f)(x, axis=ax).compute())
+                continue
+            assert same_bits(np.asarray(getattr(pdk, f)(x, axis=ax).compute()), want), (f, ax)
+    for f in values:
+        (g,) = pdk.grad(lambda x: getattr(pdk, f)(x, axis=1).sum(), x)
+        t = pylucid.tensor(X, requires_grad=True)
+        getattr(ops, f)(t, 1).sum().backward()
+        assert same_bits(g.compute(), t.grad.numpy()), f

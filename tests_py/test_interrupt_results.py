@@ -13,9 +13,14 @@ signal handler of its own), so the harness itself is never interrupted.
 
 from __future__ import annotations
 
+import pytest
+
 from childproc import run_code
 
+from pylucid._runtime import _hot
 
+
+@pytest.mark.skipif(_hot is None, reason="the Python fallback (ABI mode) cannot own a result in the call that made it")
 def test_interrupted_op_calls_leak_nothing() -> None:
     r = run_code("""
         import os, signal, sys, threading, time

@@ -454,3 +454,40 @@ def test_repeated_calls_leave_nothing_behind() -> None:
     after = pylucid._stats()
     for k in ("handles", "borrowed", "c_bytes", "c_blocks"):
         assert after[k] <= before[k], (k, before, after)
+
+
+def test_reductions_from_the_records_with_nan_slices():
+    # Every reduction the records give pylucid.jax, on rows with NaNs, a row
+    # of NaNs only and signed zeros: values equal pylucid's (bits; positions
+    # in JAX's default integer), the
+    # gradient of the value reductions too; the arg reductions equal jnp's
+    # where jnp has the function and pylucid gives an answer.
+    X = np.array([[1.0, np.nan, 0.5, 0.5], [np.nan, np.nan, np.nan, np.nan], [-0.0, 0.0, np.nan, -1.0]], np.float32)
+    records = [s for s in pylucid._lib.schema_table() if "jax" in s["bridges"]]
+    reductions = [s for s in records if s["signature"] in ("reduction", "arg")]
+    assert {"amin", "argmin"} <= {s["name"] for s in reductions}
+    for rec in reductions:
+        name = rec["name"]
+        f = getattr(pj, name)
+        for axis in (None, 0, 1):
+            try:
+                want = getattr(ops, name)(pylucid.tensor(X), axis).numpy()
+            except ValueError as e:
+                # pylucid's message reaches the caller (JAX wraps the error
+                # of a host callback in its own runtime error)
+                with pytest.raises(Exception, match=str(e).split(":")[-1].strip()):
+                    np.asarray(f(jnp.asarray(X), axis=axis))
+                continue
+            got = np.asarray(f(jnp.asarray(X), axis=axis))
+            if rec["signature"] == "arg":  # positions: int32 unless jax_enable_x64
+                got = got.astype(np.int64)
+            assert_same(got, want)
+        if rec["signature"] == "reduction":
+            g = jax.grad(lambda x: f(x, axis=1).sum())(jnp.asarray(X))
+            t = pylucid.tensor(X, requires_grad=True)
+            getattr(ops, name)(t, 1).sum().backward()
+            assert_same(g, t.grad.numpy())
+        elif hasattr(jnp, name):
+            rows = X[[0, 2]]
+            np.testing.assert_array_equal(np.asarray(f(jnp.asarray(rows), axis=1)),
+                                          np.asarray(getattr(jnp, name)(jnp.asarray(rows), axis=1)))

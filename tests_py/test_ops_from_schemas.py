@@ -23,22 +23,28 @@ def test_each_public_op_calls_its_exported_id():
         if not isinstance(op, ops.Op):
             continue
         s = table[op._name]  # clip is clamp under another name: the same op
-        assert op.args == (s["id"],), name  # the partial's bound op id
+        assert op.args[0] == s["id"], name  # the bound op id
+        if s["signature"] == "minmax":  # and, for min/max, the op over every dim
+            assert op.args == (s["id"], table[s["whole"]]["id"]), name
+        else:
+            assert op.args == (s["id"],), name
         assert s["kind"] in ("elementwise", "reduction") and not (s["kind"] == "elementwise" and s["attrs"])
 
 
-def test_every_callable_schema_is_public_or_internal():
-    """A new elementwise op or reduction needs no Python: it appears in
-    pylucid.ops from its schema alone."""
+def test_every_schema_with_a_signature_is_public():
+    """A new op needs no Python: it appears in pylucid.ops from its record
+    alone (its signature says how it is called, its doc is its docstring,
+    its aliases its other names); an op without a signature is internal."""
     public = {getattr(ops, n)._name for n in ops.__all__ if isinstance(getattr(ops, n), ops.Op)}
     for s in _lib.schema_table():
-        callable_kind = s["kind"] == "reduction" or (s["kind"] == "elementwise" and not s["attrs"])
-        # clamp takes optional inputs: its Python signature is written by hand
-        # (ops._CUSTOM), like argmin/argmax/min/max, whose dims differ.
-        if callable_kind and s["name"] not in ops._INTERNAL:
+        if s["signature"]:
             assert s["name"] in public, s["name"]
+            assert getattr(ops, s["name"]).__doc__ == s["doc"] and s["doc"], s["name"]
+            for alias in s["aliases"]:
+                assert getattr(ops, alias) is getattr(ops, s["name"]), alias
         else:
-            assert s["name"] not in public, s["name"]
+            assert s["name"] not in public and s["kind"] not in ("elementwise", "reduction") or \
+                s["name"] in ("cast", "copy"), s["name"]
 
 
 def test_an_op_built_from_a_schema_works_without_hand_written_parts():
@@ -48,9 +54,9 @@ def test_an_op_built_from_a_schema_works_without_hand_written_parts():
     for name, args, want in [("maximum", ([1.0, 4.0], [3.0, 2.0]), [3.0, 4.0]),
                              ("neg", ([1.0, -2.0],), [-1.0, 2.0]),
                              ("sum", ([[1.0, 2.0], [3.0, 4.0]], 0), [4.0, 6.0])]:
-        s = dict(table[name], name="new_" + name)  # not in _DOCS
+        s = dict(table[name], name="new_" + name, doc="new_" + name + ": a made-up op")
         op = ops._build(s)
-        assert op is not None and op.__doc__ and "new_" + name in op.__doc__
+        assert op is not None and op.__doc__ == "new_" + name + ": a made-up op"
         np.testing.assert_array_equal(op(*args).numpy(), np.float32(want))
 
 

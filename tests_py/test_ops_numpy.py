@@ -34,6 +34,8 @@ import itertools
 import json
 import zlib
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -1097,7 +1099,6 @@ def zero_size_slice(shape, dim):
 @pytest.mark.parametrize("info", FAMILY_EXTREMES, ids=[o.name for o in FAMILY_EXTREMES])
 def test_extreme_forward(info, dt, shape):
     rng = rng_for("extreme", info.name, dt, shape)
-    largest = info.name.endswith("max")
     turn = turn_of(dt, shape, EXTREME_SHAPES)
     for k, lay in enumerate(layouts_for(shape, turn)):
         x = T.layout(family_data(shape, dt, rng), lay)
@@ -1111,6 +1112,12 @@ def test_extreme_forward(info, dt, shape):
                     with pytest.raises(ValueError):
                         info.op(xin, dim, keepdim)
                     continue
+                if info.refuses_all_nan and T.all_nan_slice(x, dim):
+                    with pytest.raises(ValueError, match="All-NaN slice encountered"):
+                        info.op(xin, dim, keepdim)
+                    with pytest.raises(ValueError, match="All-NaN slice encountered"):
+                        info.numpy_fn(T._order_key(x), axis=dim)  # NumPy refuses it too
+                    continue
                 r = info.op(xin, dim, keepdim)
                 if info.kind == "arg":
                     assert r.dtype is pylucid.int64 and not r.requires_grad
@@ -1118,17 +1125,21 @@ def test_extreme_forward(info, dt, shape):
                     got = to_numpy(r)
                     assert got.shape == want.shape, (got.shape, want.shape, dim, keepdim)
                     fast_equal(got, want)
+                    # NumPy's own argmin / nanargmin exactly
+                    with np.errstate(invalid="ignore"):
+                        np_i = info.numpy_fn(T._order_key(x), axis=dim, keepdims=keepdim)
+                    fast_equal(got, np_i)
                     continue
                 if info.kind == "minmax_dim" and dim is not None:
                     assert isinstance(r, ops.MinMaxResult) and isinstance(r, tuple)
                     values, indices = r
                     assert values is r.values and indices is r.indices
                     assert indices.dtype is pylucid.int64 and not indices.requires_grad
-                    want_i = T.arg_ref(largest)(x, dim, keepdim)
+                    want_i = T.arg_ref(info.wins)(x, dim, keepdim)
                     fast_equal(to_numpy(indices), want_i)
                     # NumPy's argmin/argmax exactly
                     with np.errstate(invalid="ignore"):
-                        np_i = (np.argmax if largest else np.argmin)(T._order_key(x), axis=dim)
+                        np_i = info.numpy_index_fn(T._order_key(x), axis=dim)
                     fast_equal(to_numpy(indices).reshape(np_i.shape), np_i)
                 else:
                     assert isinstance(r, pylucid.Tensor)
@@ -1138,12 +1149,12 @@ def test_extreme_forward(info, dt, shape):
                 got = to_numpy(values)
                 assert got.shape == want.shape, (got.shape, want.shape, dim, keepdim)
                 fast_equal(T.bits(got), T.bits(want))  # the winner's bits
-                # NumPy's amin/amax in value (NaN as NaN; NumPy's NaN and zero bits may differ)
+                # NumPy's amin/nanmax/... in value (NaN as NaN; NumPy's NaN and zero bits may differ)
                 if dim != ():
                     wide = T._order_key(x)
-                    np_fn = np.amax if largest else np.amin
-                    with np.errstate(invalid="ignore"):
-                        fast_equal(got.astype(wide.dtype), np_fn(wide, axis=dim, keepdims=keepdim))
+                    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)  # nanmin of an all-NaN slice
+                        fast_equal(got.astype(wide.dtype), info.numpy_fn(wide, axis=dim, keepdims=keepdim))
         fast_equal(T.bits(x), before)
 
 
@@ -1371,7 +1382,7 @@ def winner_tangent_ref(info, xs, vs, case_fn_kind):
     dim, keepdim = case_fn_kind
     if dim == ():
         return [v]
-    _, pos = T.extreme_index(x, dim, info.name.endswith("max"))
+    _, pos = T.extreme_index(x, dim, info.wins)
     axes = T.norm_axes(x.ndim, dim)
     kept = [d for d in range(x.ndim) if d not in axes]
     moved = np.transpose(v, kept + list(axes)).reshape([x.shape[d] for d in kept] + [-1])
@@ -1411,18 +1422,22 @@ def test_family_jvp_is_the_winners_tangent(info, dt):
     np.testing.assert_array_equal(T.bits(to_numpy(outputs_of(self_tan)[0])), T.bits(to_numpy(outputs_of(out)[0])))
 
 
-@pytest.mark.parametrize("name", ["argmin", "argmax"])
-def test_jvp_through_argmin_argmax(name):
-    """argmin/argmax have a forward-mode rule: no tangent (int64 zeros), and
-    a function mixing them with differentiable ops works under jvp."""
+ARG_ROWS = [o for o in T.OPS if o.kind == "arg"]
+
+
+@pytest.mark.parametrize("info", ARG_ROWS, ids=[o.name for o in ARG_ROWS])
+def test_jvp_through_argmin_argmax(info):
+    """argmin/argmax (nanargmin, ...) have a forward-mode rule: no tangent
+    (int64 zeros), and a function mixing them with differentiable ops works
+    under jvp."""
     x = np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 5.0]])
     v = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-    op = getattr(ops, name)
+    op = info.op
     out, tan = autograd.jvp(lambda t: op(t, 1), pylucid.tensor(x), v)
-    np.testing.assert_array_equal(to_numpy(out), T.arg_ref(name == "argmax")(x, 1, False))
+    np.testing.assert_array_equal(to_numpy(out), T.arg_ref(info.wins)(x, 1, False))
     assert tan.dtype is pylucid.int64 and not to_numpy(tan).any()
     (o1, o2), (t1, t2) = autograd.jvp(lambda t: (op(t), ops.mul(t, 2.0)), pylucid.tensor(x), v)
-    assert o1.item() == T.arg_ref(name == "argmax")(x, None, False) and t1.item() == 0
+    assert o1.item() == T.arg_ref(info.wins)(x, None, False) and t1.item() == 0
     np.testing.assert_array_equal(to_numpy(t2), 2 * v)
 
 

@@ -154,3 +154,34 @@ def test_a_function_ctx_refuses_a_saved_tensor_written_in_place() -> None:
     x2 = pylucid.tensor([1.0, 2.0], requires_grad=True)
     _Square.apply(x2).sum().backward()
     assert x2.grad.numpy().tolist() == [2.0, 4.0]
+
+
+class _Scratch(autograd.Function):
+    # forward saves a buffer, then fills it with out=: writes inside forward
+    # are allowed (the versions are taken when it returns), as in PyTorch
+    @staticmethod
+    def forward(ctx, x):
+        buf = pylucid.zeros(x.shape, dtype=x.dtype)
+        ctx.save_for_backward(buf)
+        ops.mul(x, 2.0, out=buf)
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        (buf,) = ctx.saved_tensors
+        return g * buf
+
+
+def test_a_function_may_write_what_it_saved_inside_forward() -> None:
+    x = pylucid.tensor([1.0, 3.0], requires_grad=True)
+    _Scratch.apply(x).sum().backward()
+    assert x.grad.numpy().tolist() == [2.0, 6.0]
+
+
+def test_out_into_a_list_of_arrays_keeps_them_alive() -> None:
+    # A list given as out= is held for the call (it could be emptied meanwhile).
+    x = pylucid.tensor(np.arange(12.0).reshape(3, 4))
+    outs = [pylucid.zeros(3, dtype="float64"), pylucid.zeros(3, dtype="int64")]
+    v, i = ops.max(x, 1, out=outs)
+    assert v is outs[0] and i is outs[1]
+    assert v.numpy().tolist() == [3.0, 7.0, 11.0] and i.numpy().tolist() == [3, 3, 3]

@@ -1,6 +1,11 @@
 // Package backend defines IBackend, the small set of kernels every compute
-// backend provides, the selection Rule that minimum, maximum, Route and
-// Select share, and a registry of backends by name with a default.
+// backend provides, the optional capabilities a backend may add (Selector,
+// Reducer, Clamper: the min/max family's own kernels, found by type
+// assertion as gonum finds a matrix's optional methods), the selection Rule
+// they share, and a registry of backends by name with a default. A backend
+// without a capability still runs every op: core/ops composes clamp from
+// the selections, and takes the reference kernels (core/backend/ref) for the
+// others.
 //
 // Conventions every backend follows (and core/ops relies on):
 //   - Outputs are fresh, contiguous tensors allocated by the caller, possibly
@@ -61,7 +66,9 @@ import (
 // BinaryOp names an elementwise binary kernel.
 type BinaryOp uint8
 
-// The binary ops.
+// The binary ops. Backends find each op's kernel in a table indexed by the
+// op (binaryOps below says what each one is), never by the order of these
+// constants.
 const (
 	Add BinaryOp = iota
 	Sub
@@ -71,33 +78,52 @@ const (
 	Maximum
 	FMin // NumPy's fmin: RuleFMin
 	FMax // NumPy's fmax: RuleFMax
+
+	// NumBinaryOps is the number of binary ops: valid ops are 0 .. NumBinaryOps-1.
+	NumBinaryOps
 )
 
-var binaryNames = [...]string{"add", "sub", "mul", "div", "minimum", "maximum", "fmin", "fmax"}
+// binaryOps describes each binary op: its name and, for a selection, its
+// rule; floatOnly ops (Div) have no integer kernel.
+var binaryOps = [NumBinaryOps]struct {
+	name      string
+	selects   bool
+	rule      Rule
+	floatOnly bool
+}{
+	Add:     {name: "add"},
+	Sub:     {name: "sub"},
+	Mul:     {name: "mul"},
+	Div:     {name: "div", floatOnly: true},
+	Minimum: {name: "minimum", selects: true, rule: RuleMin},
+	Maximum: {name: "maximum", selects: true, rule: RuleMax},
+	FMin:    {name: "fmin", selects: true, rule: RuleFMin},
+	FMax:    {name: "fmax", selects: true, rule: RuleFMax},
+}
+
+// Valid reports whether o is one of the binary ops.
+func (o BinaryOp) Valid() bool { return o < NumBinaryOps }
 
 // String returns the op's name ("add", "minimum", …).
 func (o BinaryOp) String() string {
-	if int(o) < len(binaryNames) {
-		return binaryNames[o]
+	if o.Valid() {
+		return binaryOps[o].name
 	}
 	return fmt.Sprintf("BinaryOp(%d)", uint8(o))
 }
 
 // Rule returns the selection rule of a selecting op (Minimum: RuleMin,
-// Maximum: RuleMax) and whether the op selects at all.
+// Maximum: RuleMax, FMin, FMax) and whether the op selects at all.
 func (o BinaryOp) Rule() (Rule, bool) {
-	switch o {
-	case Minimum:
-		return RuleMin, true
-	case Maximum:
-		return RuleMax, true
-	case FMin:
-		return RuleFMin, true
-	case FMax:
-		return RuleFMax, true
+	if !o.Valid() || !binaryOps[o].selects {
+		return 0, false
 	}
-	return 0, false
+	return binaryOps[o].rule, true
 }
+
+// FloatOnly reports whether the op has kernels for floating dtypes only
+// (true division).
+func (o BinaryOp) FloatOnly() bool { return o.Valid() && binaryOps[o].floatOnly }
 
 // Rule is a selection rule: which of two values a selection keeps, as a
 // comparison direction and a NaN policy (docs/semantics.md). "a wins" over
@@ -190,7 +216,7 @@ const (
 	SumLanes = 8
 )
 
-// IBackend is a compute backend.
+// IBackend is a compute backend: the kernels every backend has.
 type IBackend interface {
 	// Name identifies the backend in the registry ("cpu", "ref").
 	Name() string
@@ -203,21 +229,28 @@ type IBackend interface {
 	// Sum reduces a into out, whose shape is a's with every reduced dim set
 	// to 1 (keepdim layout), in the canonical order.
 	Sum(out, a *tensor.Tensor) error
+}
+
+// Selector is an optional capability: the two halves of a selection's
+// gradient (minimum, maximum, fmin, fmax), adjoint to each other.
+type Selector interface {
 	// Route splits g between the operands of a selection: ga gets g where a
 	// wins by rule r and +0 elsewhere, gb the rest. a, b share a dtype; g,
 	// ga, gb share another.
 	Route(r Rule, ga, gb, a, b, g *tensor.Tensor) error
 	// Select writes x where a wins by rule r and y elsewhere into out.
 	Select(r Rule, out, a, b, x, y *tensor.Tensor) error
+}
 
-	// The reductions of the min/max family (amin, amax, argmin, argmax,
-	// min/max over dims) and their gradients. Their layout is Sum's: idx,
-	// vals and g have a's shape with every reduced dim set to 1 (keepdim),
-	// and a slice is the elements of a that reduce into one output, taken
-	// in row-major order of the reduced dims. A position is an element's
-	// index in its slice (0 .. slice size - 1): for a reduction over every
-	// dim, the flat row-major index.
-
+// Reducer is an optional capability: the reductions of the min/max family
+// (amin, amax, argmin, argmax, min/max over dims, the NaN-ignoring nanmin
+// and friends) and their gradients. Their layout is Sum's: idx, vals and g
+// have a's shape with every reduced dim set to 1 (keepdim), and a slice is
+// the elements of a that reduce into one output, taken in row-major order
+// of the reduced dims. A position is an element's index in its slice (0 ..
+// slice size - 1): for a reduction over every dim, the flat row-major
+// index.
+type Reducer interface {
 	// ArgReduce folds each slice of a by rule r: the running winner w keeps
 	// its place against the next element x_k iff w wins over x_k by r (so
 	// the first NaN of the slice under RuleMin/RuleMax, else the first
@@ -236,12 +269,15 @@ type IBackend interface {
 	// reduced tensor's shape) into out (g's layout, x's dtype). It is
 	// Scatter's transpose.
 	Gather(out, x, idx *tensor.Tensor) error
+}
 
-	// The clamp kernels: clamp(x, lo, hi) is minimum(maximum(x, lo), hi),
-	// i.e. RuleMax between x and lo, then RuleMin between that winner and
-	// hi, so exactly one of x, lo, hi wins at each element. All operands are
-	// broadcast to one shape; x, lo, hi share one dtype.
-
+// Clamper is an optional capability: clamp's fused kernels. clamp(x, lo,
+// hi) is minimum(maximum(x, lo), hi), i.e. RuleMax between x and lo, then
+// RuleMin between that winner and hi, so exactly one of x, lo, hi wins at
+// each element. All operands are broadcast to one shape; x, lo, hi share
+// one dtype. Without it, core/ops runs that composition (Binary, Route and
+// Select), which gives the same bits.
+type Clamper interface {
 	// Clamp writes the winner's bits into out (x's dtype).
 	Clamp(out, x, lo, hi *tensor.Tensor) error
 	// ClampRoute writes g into the winner's gradient (gx, glo or ghi) and

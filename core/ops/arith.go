@@ -11,7 +11,8 @@ import (
 // AddBackward: y = a + b; (g, g).
 var addOp = define(&spec{
 	OpSchema: OpSchema{Name: "add", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 2, Outputs: 1},
+		Kind: Elementwise, Arity: 2, Outputs: 1, Signature: SigBinary, NumPy: []string{"add"},
+		Doc: "a + b with broadcasting (bool + bool is logical or)."},
 	node: "AddBackward", kernel: backend.Add,
 	vjp: binaryVJP(func(c *Context, g, _, _ *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) { return g, g, nil }),
 })
@@ -19,7 +20,8 @@ var addOp = define(&spec{
 // SubBackward: y = a - b; (g, -g).
 var subOp = define(&spec{
 	OpSchema: OpSchema{Name: "sub", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 2, Outputs: 1},
+		Kind: Elementwise, Arity: 2, Outputs: 1, Signature: SigBinary, NumPy: []string{"subtract"},
+		Doc: "a - b with broadcasting."},
 	node: "SubBackward", kernel: backend.Sub,
 	dtype: func(d dtype.Dtype) (dtype.Dtype, error) {
 		if d == dtype.Bool {
@@ -36,15 +38,20 @@ var subOp = define(&spec{
 // MulBackward: y = a * b; (g·b, g·a).
 var mulOp = define(&spec{
 	OpSchema: OpSchema{Name: "mul", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 2, Outputs: 1},
+		Kind: Elementwise, Arity: 2, Outputs: 1, Signature: SigBinary, NumPy: []string{"multiply"},
+		Doc: "a * b with broadcasting (bool * bool is logical and)."},
 	node: "MulBackward", kernel: backend.Mul, saves: savesInputs,
 })
 
-// The vjps of mul and div call Mul and Div, so they are attached in init
+// The vjps and jvps call the ops themselves, so they are attached in init
 // (a package-level initialiser may not refer to itself).
 func init() {
 	mulOp.vjp = binaryVJP(mulGrad)
 	divOp.vjp = binaryVJP(divGrad)
+	addOp.jvp = linearJVP(func(c *Context, x, y *tensor.Tensor) (*tensor.Tensor, error) { return Add(c, x, y) }, false)
+	subOp.jvp = linearJVP(func(c *Context, x, y *tensor.Tensor) (*tensor.Tensor, error) { return Sub(c, x, y) }, true)
+	mulOp.jvp = mulJVP
+	divOp.jvp = divJVP
 }
 
 func mulGrad(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) {
@@ -60,7 +67,8 @@ func mulGrad(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor
 // (g / b, -g·a / b²).
 var divOp = define(&spec{
 	OpSchema: OpSchema{Name: "div", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 2, Outputs: 1},
+		Kind: Elementwise, Arity: 2, Outputs: 1, Signature: SigBinary, NumPy: []string{"true_divide"},
+		Doc: "a / b (true division: integers divide as floats) with broadcasting."},
 	node: "DivBackward", kernel: backend.Div, saves: savesInputs,
 	dtype: func(d dtype.Dtype) (dtype.Dtype, error) {
 		if !d.IsFloat() {
@@ -114,7 +122,8 @@ func Div(c *Context, a, b *tensor.Tensor) (*tensor.Tensor, error) {
 // NegBackward: y = -a; -g.
 var negOp = define(&spec{
 	OpSchema: OpSchema{Name: "neg", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 1, Outputs: 1},
+		Kind: Elementwise, Arity: 1, Outputs: 1, Signature: SigUnary, NumPy: []string{"negative"},
+		Doc: "-a."},
 	node:  "NegBackward",
 	unary: unaryKernel(backend.Neg),
 	dtype: func(d dtype.Dtype) (dtype.Dtype, error) {
@@ -127,9 +136,56 @@ var negOp = define(&spec{
 
 func init() {
 	negOp.vjp = unaryVJP(func(c *Context, g *tensor.Tensor) (*tensor.Tensor, error) { return Neg(c, g) })
+	negOp.jvp = unaryJVP(func(c *Context, t *tensor.Tensor, _ *jvpCall) (*tensor.Tensor, error) { return Neg(c, t) })
 }
 
 // Neg returns -a. Bool tensors cannot be negated.
 func Neg(c *Context, a *tensor.Tensor) (*tensor.Tensor, error) {
 	return applyUnary(c, negOp, a, dtype.Invalid)
+}
+
+// mulJVP: d(a·b) = da·b + a·db.
+func mulJVP(c *Context, k *jvpCall, ts []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	var terms []*tensor.Tensor
+	if ts[0] != nil {
+		t, err := Mul(c, ts[0], k.in[1])
+		if err != nil {
+			return nil, err
+		}
+		terms = append(terms, t)
+	}
+	if ts[1] != nil {
+		t, err := Mul(c, k.in[0], ts[1])
+		if err != nil {
+			return nil, err
+		}
+		terms = append(terms, t)
+	}
+	return sumTerms(c, terms)
+}
+
+// divJVP: d(a/b) = da/b - (a/b)·db/b.
+func divJVP(c *Context, k *jvpCall, ts []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	var terms []*tensor.Tensor
+	if ts[0] != nil {
+		t, err := Div(c, ts[0], k.in[1])
+		if err != nil {
+			return nil, err
+		}
+		terms = append(terms, t)
+	}
+	if ts[1] != nil {
+		q, err := Div(c, ts[1], k.in[1])
+		if err != nil {
+			return nil, err
+		}
+		if q, err = Mul(c, k.out[0], q); err != nil {
+			return nil, err
+		}
+		if q, err = Neg(c, q); err != nil {
+			return nil, err
+		}
+		terms = append(terms, q)
+	}
+	return sumTerms(c, terms)
 }

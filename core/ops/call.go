@@ -177,6 +177,7 @@ func checkOutMatches(s *spec, out *tensor.Tensor, shape []int, dt dtype.Dtype) e
 
 // jvpCall is what an op's jvp sees of the call it differentiates.
 type jvpCall struct {
+	spec    *spec            // the op's record
 	in, out []*tensor.Tensor // the call's inputs, as given, and its outputs
 	attrs   []int64
 	aux     any // what the op's forward left for its jvp (spec.forward)
@@ -246,7 +247,7 @@ func CallJvp(c *Context, id int, in, tangents []*tensor.Tensor, attrs []int64) (
 		return outs, touts, nil
 	}
 	nc := c.NoGrad()
-	got, err := s.jvp(nc, &jvpCall{in: in, out: outs, attrs: attrs, aux: aux}, ts)
+	got, err := s.jvp(nc, &jvpCall{spec: s, in: in, out: outs, attrs: attrs, aux: aux}, ts)
 	if err != nil {
 		return nil, nil, err
 	}

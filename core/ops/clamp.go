@@ -35,7 +35,13 @@ import (
 // Schema: "clamp" (clip is the same op), version 1, Promote, deterministic.
 var clampOp = define(&spec{
 	OpSchema: OpSchema{Name: "clamp", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 3, Outputs: 1},
+		Kind: Elementwise, Arity: 3, Outputs: 1, Signature: SigClamp, NumPy: []string{"clip"}, Bridges: allBridges, Aliases: []string{"clip"},
+		Doc: `Clamp x into [min, max]: the three operands promoted together, then exactly minimum(maximum(x, min), max).
+
+A bound may be None (skipped; not both), a Python number or a tensor
+broadcasting with x. At x == bound the gradient goes to x; with
+min > max every non-NaN element is max; a NaN x stays NaN. Bounds that
+are tensors get gradients where they win. clip is the same op.`},
 	node:  "ClampBackward",
 	saves: savesInputs,
 	vjp:   clampVJP,
@@ -166,10 +172,10 @@ func clampInto(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, out *ten
 	} else if err := checkOutMatches(s, out, shape, rd); err != nil {
 		return nil, nil, err
 	}
-	if err := c.Backend.Clamp(out, views[0], views[1], views[2]); err != nil {
+	if err := clamper(c.Backend).Clamp(out, views[0], views[1], views[2]); err != nil {
 		return nil, nil, err
 	}
-	record(c, s, recorded[:], []*tensor.Tensor{out}, cast[:])
+	record(c, s, recorded[:], []*tensor.Tensor{out}, s.toSave(cast[:], nil))
 	return []*tensor.Tensor{out}, nil, nil
 }
 
@@ -214,7 +220,7 @@ func clampRoute(c *Context, x, lo, hi, g *tensor.Tensor) ([]*tensor.Tensor, erro
 			return nil, err
 		}
 	}
-	if err := c.Backend.ClampRoute(gs[0], gs[1], gs[2], views[0], views[1], views[2], views[3]); err != nil {
+	if err := clamper(c.Backend).ClampRoute(gs[0], gs[1], gs[2], views[0], views[1], views[2], views[3]); err != nil {
 		return nil, err
 	}
 	record(c, clampRouteOp, []*tensor.Tensor{g}, gs, []*tensor.Tensor{x, lo, hi})
@@ -258,7 +264,7 @@ func clampSelect(c *Context, x, lo, hi, dx, dlo, dhi *tensor.Tensor) (*tensor.Te
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Backend.ClampSelect(out, views[0], views[1], views[2], views[3], views[4], views[5]); err != nil {
+	if err := clamper(c.Backend).ClampSelect(out, views[0], views[1], views[2], views[3], views[4], views[5]); err != nil {
 		return nil, err
 	}
 	record(c, clampSelectOp, []*tensor.Tensor{dx, dlo, dhi}, []*tensor.Tensor{out}, []*tensor.Tensor{x, lo, hi})

@@ -76,11 +76,7 @@ func elementwiseInto(c *Context, s *spec, a, b, out *tensor.Tensor) (*tensor.Ten
 	if !c.GradEnabled || !(a.RequiresGrad() || b.RequiresGrad()) {
 		return out, nil // nothing to record: skip building the node's pieces
 	}
-	var saved []*tensor.Tensor
-	if s.saves == savesInputs {
-		saved = []*tensor.Tensor{ac, bc}
-	}
-	record(c, s, []*tensor.Tensor{a, b}, []*tensor.Tensor{out}, saved)
+	record(c, s, []*tensor.Tensor{a, b}, []*tensor.Tensor{out}, s.toSave([]*tensor.Tensor{ac, bc}, nil))
 	return out, nil
 }
 
@@ -108,11 +104,7 @@ func applyUnary(c *Context, s *spec, a *tensor.Tensor, to dtype.Dtype) (*tensor.
 	if err := s.unary(c.Backend, out, a); err != nil {
 		return nil, err
 	}
-	var saved []*tensor.Tensor
-	if s.saves == savesInputs {
-		saved = []*tensor.Tensor{a}
-	}
-	record(c, s, []*tensor.Tensor{a}, []*tensor.Tensor{out}, saved)
+	record(c, s, []*tensor.Tensor{a}, []*tensor.Tensor{out}, s.toSave([]*tensor.Tensor{a}, nil))
 	return out, nil
 }
 

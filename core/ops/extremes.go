@@ -40,14 +40,39 @@ import (
 // Promote, deterministic. amin/amax take reduction attributes (keepdim,
 // ndims, dims; ndims -1 for all); argmin/argmax one dim or all (flat
 // positions); min/max exactly one dim, with two outputs (values, indices).
+
 var (
-	aminOp   = defineExtreme("amin", "AminBackward", backend.RuleMin, extremeValues)
-	amaxOp   = defineExtreme("amax", "AmaxBackward", backend.RuleMax, extremeValues)
-	argminOp = defineExtreme("argmin", "", backend.RuleMin, extremeIndex)
-	argmaxOp = defineExtreme("argmax", "", backend.RuleMax, extremeIndex)
-	minOp    = defineExtreme("min", "MinBackward", backend.RuleMin, extremeBoth)
-	maxOp    = defineExtreme("max", "MaxBackward", backend.RuleMax, extremeBoth)
+	aminOp = defineExtreme(extremeRecord{name: "amin", node: "AminBackward", rule: backend.RuleMin,
+		returns: extremeValues, numpy: []string{"amin", "min", "minimum.reduce"}, bridges: allBridges,
+		doc: `The smallest element over dim (an int, a tuple, () for none, None for all).
+
+Each slice is folded in row-major order: the result is its first NaN if
+it has one, else its first smallest element (bits included), and that
+position gets the whole gradient (ties are not split).`})
+	amaxOp = defineExtreme(extremeRecord{name: "amax", node: "AmaxBackward", rule: backend.RuleMax,
+		returns: extremeValues, numpy: []string{"amax", "max", "maximum.reduce"}, bridges: allBridges,
+		doc: `The largest element over dim: the mirror of amin (the first NaN, else the first largest).`})
+	argminOp = defineExtreme(extremeRecord{name: "argmin", rule: backend.RuleMin, returns: extremeIndex,
+		numpy: []string{"argmin"}, bridges: []string{"jax", "dask"},
+		doc: `The int64 position of amin's winner along dim (flat index when None).
+
+Equal to NumPy's argmin, NaN included (the first NaN wins). No gradient.`})
+	argmaxOp = defineExtreme(extremeRecord{name: "argmax", rule: backend.RuleMax, returns: extremeIndex,
+		numpy: []string{"argmax"}, bridges: []string{"jax", "dask"},
+		doc: `The int64 position of amax's winner (see argmin).`})
+	minOp = defineExtreme(extremeRecord{name: "min", node: "MinBackward", rule: backend.RuleMin,
+		returns: extremeBoth, whole: "amin",
+		doc: `min(x) is amin over all dims; min(x, dim) returns (values, indices).
+
+As torch.min(x, dim): a MinMaxResult of the winners and their int64
+positions along dim; the gradient goes to the winners.`})
+	maxOp = defineExtreme(extremeRecord{name: "max", node: "MaxBackward", rule: backend.RuleMax,
+		returns: extremeBoth, whole: "amax",
+		doc: `The mirror of min: amax, or (values, indices) over dim.`})
 )
+
+// allBridges: every framework bridge offers the op under its name.
+var allBridges = []string{"torch", "jax", "dask"}
 
 // What a selecting reduction returns.
 type extremeKind uint8
@@ -58,29 +83,45 @@ const (
 	extremeBoth                      // min, max over a dim: both
 )
 
-// extremeKinds records each selecting reduction's kind.
-var extremeKinds = map[*spec]extremeKind{}
+// extremeRecord is what a selecting reduction's record says of it: the
+// rest (kernel, what the node saves, vjp, jvp) follows from its rule and
+// what it returns.
+type extremeRecord struct {
+	name, node string
+	rule       backend.Rule
+	returns    extremeKind
+	whole      string // SigMinMax: the op over every dim
+	numpy      []string
+	bridges    []string
+	check      func(s *spec, x, vals, idx *tensor.Tensor) error
+	doc        string
+}
 
-func defineExtreme(name, nodeName string, r backend.Rule, k extremeKind) *spec {
-	outputs := 1
-	if k == extremeBoth {
-		outputs = 2
+func defineExtreme(r extremeRecord) *spec {
+	outputs, sig := 1, SigReduction
+	switch r.returns {
+	case extremeBoth:
+		outputs, sig = 2, SigMinMax
+	case extremeIndex:
+		sig = SigArg
 	}
 	s := define(&spec{
-		OpSchema: OpSchema{Name: name, Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-			Kind: Reduction, Arity: 1, Outputs: outputs, Attrs: reductionAttrNames},
-		node:    nodeName,
-		rule:    r,
+		OpSchema: OpSchema{Name: r.name, Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+			Kind: Reduction, Arity: 1, Outputs: outputs, Attrs: reductionAttrNames,
+			Signature: sig, Rule: r.rule.String(), Whole: r.whole, NumPy: r.numpy, Bridges: r.bridges, Doc: r.doc},
+		node:    r.node,
+		rule:    r.rule,
 		forward: extremeForward,
+		returns: r.returns,
+		check:   r.check,
 	})
-	if k != extremeIndex {
-		s.vjp, s.jvp = extremeVJP, extremeJVP
+	if r.returns != extremeIndex {
+		s.saves, s.vjp, s.jvp = savesPositions, extremeVJP, extremeJVP
 	} else {
 		// Positions are integers: no tangent (zeros), but every op has a
 		// forward-mode rule (docs/autograd.md), so jvp through argmin works.
 		s.jvp = noTangentJVP
 	}
-	extremeKinds[s] = k
 	return s
 }
 
@@ -184,7 +225,7 @@ func extreme(c *Context, s *spec, x *tensor.Tensor, dims []int, keepdim bool) ([
 	if err := checkInputs(s.Name, x); err != nil {
 		return nil, nil, err
 	}
-	k := extremeKinds[s]
+	k := s.returns
 	switch {
 	case k == extremeIndex && dims != nil && len(dims) != 1:
 		return nil, nil, errs.Valuef("%s: takes one dim or None, got %d dims", s.Name, len(dims))
@@ -204,7 +245,8 @@ func extreme(c *Context, s *spec, x *tensor.Tensor, dims []int, keepdim bool) ([
 	}
 	// amin and amax need the winners' positions only for a gradient (a
 	// node) or a tangent (forward mode); without either they ask the
-	// backend for values only, which is faster.
+	// backend for values only, which is faster. A check looks at the
+	// values.
 	var idx *tensor.Tensor
 	if k != extremeValues || c.forwardMode || (c.GradEnabled && autograd.EdgeOf(x).Node != nil) {
 		if idx, err = tensor.Empty(dtype.Int64, keep); err != nil {
@@ -212,13 +254,18 @@ func extreme(c *Context, s *spec, x *tensor.Tensor, dims []int, keepdim bool) ([
 		}
 	}
 	var vals *tensor.Tensor
-	if k != extremeIndex {
+	if k != extremeIndex || s.check != nil {
 		if vals, err = tensor.Empty(x.Dtype(), keep); err != nil {
 			return nil, nil, err
 		}
 	}
 	if err := argReduce(c, s, vals, idx, x); err != nil {
 		return nil, nil, err
+	}
+	if s.check != nil {
+		if err := s.check(s, x, vals, idx); err != nil {
+			return nil, nil, err
+		}
 	}
 	var outs []*tensor.Tensor
 	if k != extremeIndex {
@@ -236,7 +283,7 @@ func extreme(c *Context, s *spec, x *tensor.Tensor, dims []int, keepdim bool) ([
 		outs = append(outs, i)
 	}
 	if idx != nil && k != extremeIndex {
-		if n := record(c, s, []*tensor.Tensor{x}, outs, []*tensor.Tensor{idx}); n != nil {
+		if n := record(c, s, []*tensor.Tensor{x}, outs, s.toSave([]*tensor.Tensor{x}, idx)); n != nil {
 			n.attr = &reduced{keep: keep, count: count}
 		}
 	}
@@ -249,16 +296,17 @@ func extreme(c *Context, s *spec, x *tensor.Tensor, dims []int, keepdim bool) ([
 // argReduce runs the backend's ArgReduce, stopping early once c.Done is
 // closed (as sumInto does).
 func argReduce(c *Context, s *spec, vals, idx, x *tensor.Tensor) error {
+	k := reducer(c.Backend)
 	if c.Done == nil {
-		return c.Backend.ArgReduce(s.rule, vals, idx, x)
+		return k.ArgReduce(s.rule, vals, idx, x)
 	}
 	var err error
-	if ib, ok := c.Backend.(backend.InterruptibleArgReduce); ok {
+	if ib, ok := k.(backend.InterruptibleArgReduce); ok {
 		err = ib.ArgReduceUntil(s.rule, vals, idx, x, c.Done)
 	} else if backend.Stopped(c.Done) {
 		err = ErrInterrupted
 	} else {
-		err = c.Backend.ArgReduce(s.rule, vals, idx, x)
+		err = k.ArgReduce(s.rule, vals, idx, x)
 	}
 	if errors.Is(err, ErrInterrupted) {
 		return fmt.Errorf("%s: %w", s.Name, err)
@@ -308,7 +356,7 @@ func scatter(c *Context, g, idx *tensor.Tensor, shape []int) (*tensor.Tensor, er
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Backend.Scatter(out, g, idx); err != nil {
+	if err := reducer(c.Backend).Scatter(out, g, idx); err != nil {
 		return nil, err
 	}
 	record(c, scatterOp, []*tensor.Tensor{g}, []*tensor.Tensor{out}, []*tensor.Tensor{idx})
@@ -322,7 +370,7 @@ func gather(c *Context, x, idx *tensor.Tensor) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Backend.Gather(out, x, idx); err != nil {
+	if err := reducer(c.Backend).Gather(out, x, idx); err != nil {
 		return nil, err
 	}
 	record(c, gatherOp, []*tensor.Tensor{x}, []*tensor.Tensor{out}, []*tensor.Tensor{idx})

@@ -4,25 +4,9 @@ import (
 	"github.com/pylucid/pylucid/core/tensor"
 )
 
-// Forward-mode rules of the arithmetic, view and summing ops (the min/max
-// family's are with their ops). Each maps input tangents (nil: zero) to
-// output tangents; CallJvp expands and casts the results.
-
-func init() {
-	addOp.jvp = linearJVP(func(c *Context, x, y *tensor.Tensor) (*tensor.Tensor, error) { return Add(c, x, y) }, false)
-	subOp.jvp = linearJVP(func(c *Context, x, y *tensor.Tensor) (*tensor.Tensor, error) { return Sub(c, x, y) }, true)
-	mulOp.jvp = mulJVP
-	divOp.jvp = divJVP
-	negOp.jvp = unaryJVP(func(c *Context, t *tensor.Tensor, _ *jvpCall) (*tensor.Tensor, error) { return Neg(c, t) })
-	castOp.jvp = unaryJVP(func(_ *Context, t *tensor.Tensor, _ *jvpCall) (*tensor.Tensor, error) { return t, nil })
-	copyOp.jvp = unaryJVP(func(c *Context, t *tensor.Tensor, _ *jvpCall) (*tensor.Tensor, error) { return Copy(c, t) })
-	expandOp.jvp = unaryJVP(func(_ *Context, t *tensor.Tensor, _ *jvpCall) (*tensor.Tensor, error) { return t, nil })
-	reshapeOp.jvp = unaryJVP(func(c *Context, t *tensor.Tensor, k *jvpCall) (*tensor.Tensor, error) {
-		return Reshape(c, t, k.out[0].ShapeRef())
-	})
-	sumOp.jvp = reductionJVP(Sum)
-	meanOp.jvp = reductionJVP(Mean)
-}
+// The shapes of forward-mode rules that several ops share (each op's own
+// rule is set in its record's file). A rule maps input tangents (nil:
+// zero) to output tangents; CallJvp expands and casts the results.
 
 // linearJVP is the rule of a + b (a - b when negate): f of the tangents,
 // a missing one negated or skipped.
@@ -43,52 +27,6 @@ func linearJVP(f func(c *Context, x, y *tensor.Tensor) (*tensor.Tensor, error), 
 		}
 		return []*tensor.Tensor{t}, err
 	}
-}
-
-// mulJVP: d(a·b) = da·b + a·db.
-func mulJVP(c *Context, k *jvpCall, ts []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	var terms []*tensor.Tensor
-	if ts[0] != nil {
-		t, err := Mul(c, ts[0], k.in[1])
-		if err != nil {
-			return nil, err
-		}
-		terms = append(terms, t)
-	}
-	if ts[1] != nil {
-		t, err := Mul(c, k.in[0], ts[1])
-		if err != nil {
-			return nil, err
-		}
-		terms = append(terms, t)
-	}
-	return sumTerms(c, terms)
-}
-
-// divJVP: d(a/b) = da/b - (a/b)·db/b.
-func divJVP(c *Context, k *jvpCall, ts []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	var terms []*tensor.Tensor
-	if ts[0] != nil {
-		t, err := Div(c, ts[0], k.in[1])
-		if err != nil {
-			return nil, err
-		}
-		terms = append(terms, t)
-	}
-	if ts[1] != nil {
-		q, err := Div(c, ts[1], k.in[1])
-		if err != nil {
-			return nil, err
-		}
-		if q, err = Mul(c, k.out[0], q); err != nil {
-			return nil, err
-		}
-		if q, err = Neg(c, q); err != nil {
-			return nil, err
-		}
-		terms = append(terms, q)
-	}
-	return sumTerms(c, terms)
 }
 
 func sumTerms(c *Context, terms []*tensor.Tensor) ([]*tensor.Tensor, error) {

@@ -32,28 +32,38 @@ import (
 //
 // Schema: "minimum", version 1, Promote, deterministic. Forward: the
 // backend's minimum kernel. See also MaximumBackward, the mirror.
-var minimumOp = defineSelecting("minimum", "MinimumBackward", backend.Minimum)
+var minimumOp = defineSelecting("minimum", "MinimumBackward", backend.Minimum, `Elementwise minimum with NumPy broadcasting.
+
+y[i] = a[i] when a[i] <= b[i] or a[i] is NaN, else b[i] (the winner's
+bits). The gradient goes to the operand selected: ties go to a, NaN to
+the operand that produced it (to a when both are).`)
 
 // MaximumBackward is the mirror of MinimumBackward: a wins iff a >= b or a is
 // NaN; ties go to a.
-var maximumOp = defineSelecting("maximum", "MaximumBackward", backend.Maximum)
+var maximumOp = defineSelecting("maximum", "MaximumBackward", backend.Maximum,
+	`Elementwise maximum: the mirror of minimum (a wins iff a >= b or a is NaN; ties to a).`)
 
 // FminBackward is MinimumBackward under NumPy's fmin rule: a wins iff
 // a <= b or b is NaN, so NaN is ignored unless both are NaN (then a's NaN
 // and a's gradient). backend.RuleFMin states the rule; the kernels and the
 // gradient both take it from there.
-var fminOp = defineSelecting("fmin", "FminBackward", backend.FMin)
+var fminOp = defineSelecting("fmin", "FminBackward", backend.FMin, `Elementwise NumPy fmin: NaN is ignored.
+
+y[i] = a[i] when a[i] <= b[i] or b[i] is NaN, else b[i]; a NaN only where
+both are (then a's). The gradient goes to the operand selected.`)
 
 // FmaxBackward: the mirror of FminBackward (a >= b or b is NaN).
-var fmaxOp = defineSelecting("fmax", "FmaxBackward", backend.FMax)
+var fmaxOp = defineSelecting("fmax", "FmaxBackward", backend.FMax,
+	`Elementwise NumPy fmax: the mirror of fmin (a wins iff a >= b or b is NaN).`)
 
 // defineSelecting registers a binary selection: kernel k of the backend,
-// the gradient and tangent of k's rule.
-func defineSelecting(name, node string, k backend.BinaryOp) *spec {
+// the gradient and tangent of k's rule; NumPy's ufunc of the same name.
+func defineSelecting(name, node string, k backend.BinaryOp, doc string) *spec {
 	r, _ := k.Rule()
 	return define(&spec{
 		OpSchema: OpSchema{Name: name, Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-			Kind: Elementwise, Arity: 2, Outputs: 1},
+			Kind: Elementwise, Arity: 2, Outputs: 1, Signature: SigBinary, Rule: r.String(),
+			NumPy: []string{name}, Bridges: allBridges, Doc: doc},
 		node:   node,
 		kernel: k,
 		rule:   r,
@@ -159,7 +169,7 @@ func route(c *Context, r backend.Rule, a, b, g *tensor.Tensor) (*tensor.Tensor, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := c.Backend.Route(r, ga, gb, views[0], views[1], views[2]); err != nil {
+	if err := selector(c.Backend).Route(r, ga, gb, views[0], views[1], views[2]); err != nil {
 		return nil, nil, err
 	}
 	if n := record(c, routeOp, []*tensor.Tensor{g}, []*tensor.Tensor{ga, gb}, []*tensor.Tensor{a, b}); n != nil {
@@ -191,7 +201,7 @@ func selectBy(c *Context, r backend.Rule, a, b, x, y *tensor.Tensor) (*tensor.Te
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Backend.Select(r, out, views[0], views[1], views[2], views[3]); err != nil {
+	if err := selector(c.Backend).Select(r, out, views[0], views[1], views[2], views[3]); err != nil {
 		return nil, err
 	}
 	if n := record(c, selectOp, []*tensor.Tensor{x, y}, []*tensor.Tensor{out}, []*tensor.Tensor{a, b}); n != nil {

@@ -17,7 +17,8 @@ import (
 // fixed order of backend.SumBlock.
 var sumOp = define(&spec{
 	OpSchema: OpSchema{Name: "sum", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Reduction, Arity: 1, Outputs: 1, Attrs: reductionAttrNames},
+		Kind: Reduction, Arity: 1, Outputs: 1, Attrs: reductionAttrNames, Signature: SigReduction,
+		NumPy: []string{"sum"}, Doc: "Sum over dim (all dims when None); integers sum to int64."},
 	node:  "SumBackward",
 	dtype: func(d dtype.Dtype) (dtype.Dtype, error) { return dtype.SumDtype(d), nil },
 	reduce: func(c *Context, a *tensor.Tensor, keep []int, _ int, dt dtype.Dtype) (*tensor.Tensor, error) {
@@ -32,7 +33,8 @@ var sumOp = define(&spec{
 // zero elements is NaN.
 var meanOp = define(&spec{
 	OpSchema: OpSchema{Name: "mean", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Reduction, Arity: 1, Outputs: 1, Attrs: reductionAttrNames},
+		Kind: Reduction, Arity: 1, Outputs: 1, Attrs: reductionAttrNames, Signature: SigReduction,
+		Floating: true, NumPy: []string{"mean"}, Doc: "Mean over dim (all dims when None) of a floating tensor."},
 	node: "MeanBackward",
 	dtype: func(d dtype.Dtype) (dtype.Dtype, error) {
 		if !d.IsFloat() {
@@ -43,7 +45,11 @@ var meanOp = define(&spec{
 	reduce: meanKernel,
 })
 
-func init() { meanOp.vjp = meanVJP }
+func init() {
+	meanOp.vjp = meanVJP
+	sumOp.jvp = reductionJVP(Sum)
+	meanOp.jvp = reductionJVP(Mean)
+}
 
 // reductionAttrNames are the attributes of every reduction for Call.
 var reductionAttrNames = []string{"keepdim", "ndims", "dims"}

@@ -127,6 +127,12 @@ var reshapeOp = define(&spec{
 // are attached in init (a package-level initialiser may not refer to
 // itself).
 func init() {
+	castOp.jvp = unaryJVP(func(_ *Context, t *tensor.Tensor, _ *jvpCall) (*tensor.Tensor, error) { return t, nil })
+	copyOp.jvp = unaryJVP(func(c *Context, t *tensor.Tensor, _ *jvpCall) (*tensor.Tensor, error) { return Copy(c, t) })
+	expandOp.jvp = unaryJVP(func(_ *Context, t *tensor.Tensor, _ *jvpCall) (*tensor.Tensor, error) { return t, nil })
+	reshapeOp.jvp = unaryJVP(func(c *Context, t *tensor.Tensor, k *jvpCall) (*tensor.Tensor, error) {
+		return Reshape(c, t, k.out[0].ShapeRef())
+	})
 	castOp.call = func(c *Context, a *tensor.Tensor, attrs []int64) (*tensor.Tensor, error) {
 		if len(attrs) != 1 {
 			return nil, errs.Valuef("cast takes one attribute (the dtype), got %d", len(attrs))

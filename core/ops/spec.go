@@ -52,7 +52,47 @@ type OpSchema struct {
 	Arity   int      // number of tensor inputs
 	Outputs int      // number of tensor outputs
 	Attrs   []string // the attributes Call takes after the inputs, in order
+
+	// What a host needs to offer the op, so that it names no op itself
+	// (docs/adding-an-op.md): set in the op's record, exported with the
+	// schemas (lucid_schemas).
+
+	// Signature says how a host calls the op ("" for an internal op).
+	Signature Signature
+	// Node is the autograd node's name ("" when the op has none).
+	Node string
+	// Rule is the selection rule of a min/max family member ("min", "max",
+	// "fmin", "fmax"; "" for others).
+	Rule string
+	// Whole names, for SigMinMax, the op that reduces every dim (min: amin).
+	Whole string
+	// Floating says the op takes floating inputs only.
+	Floating bool
+	// NumPy lists the NumPy ufuncs and functions the op is ("minimum",
+	// "minimum.reduce" for a ufunc's reduction, "amin", "nanmin", ...):
+	// hosts route NumPy's calls on their tensors through it.
+	NumPy []string
+	// Bridges lists the framework bridges that offer the op under its name
+	// ("torch", "jax", "dask"), where the framework has the function.
+	Bridges []string
+	// Aliases are other names hosts give the op (clamp: clip).
+	Aliases []string
+	// Doc is the op's documentation: a summary line, then details.
+	Doc string
 }
+
+// Signature is how a host calls an op.
+type Signature string
+
+// The signatures.
+const (
+	SigBinary    Signature = "binary"    // op(a, b): broadcasting, Python numbers weak
+	SigUnary     Signature = "unary"     // op(a)
+	SigClamp     Signature = "clamp"     // op(x, min=None, max=None)
+	SigReduction Signature = "reduction" // op(x, dim=None, keepdim=False): dim an int, a tuple, () or None
+	SigArg       Signature = "arg"       // op(x, dim=None, keepdim=False): one dim or None; int64 positions
+	SigMinMax    Signature = "minmax"    // op(x, dim=None, keepdim=False): Whole over None, (values, indices) over one dim
+)
 
 // String formats the schema as OpSchema("minimum", v1, Promote, deterministic=true).
 func (s OpSchema) String() string {
@@ -63,10 +103,23 @@ func (s OpSchema) String() string {
 type Saves uint8
 
 const (
-	savesNothing  Saves = iota
-	savesInputs         // the inputs after promotion and casting
-	savesOperands       // the compared operands a, b (route, select)
+	savesNothing   Saves = iota
+	savesInputs          // the inputs after promotion and casting
+	savesOperands        // the compared operands a, b (route, select)
+	savesPositions       // the winners' positions (the selecting reductions)
 )
+
+// toSave is what a node of s keeps for its vjp: of the (cast) inputs, or
+// of what the forward computed besides its outputs (the positions).
+func (s *spec) toSave(inputs []*tensor.Tensor, positions *tensor.Tensor) []*tensor.Tensor {
+	switch s.saves {
+	case savesInputs, savesOperands:
+		return inputs
+	case savesPositions:
+		return []*tensor.Tensor{positions}
+	}
+	return nil
+}
 
 // A vjp maps the output gradients (nil: none arrived) and the saved tensors
 // to one gradient per input, in any shape that sum-reduces to the input's
@@ -110,6 +163,12 @@ type spec struct {
 	saves Saves
 	vjp   vjp
 	jvp   jvp
+	// returns says what a selecting reduction returns (its winners, their
+	// positions or both).
+	returns extremeKind
+	// check, when not nil, looks at a selecting reduction's winners before
+	// they are returned (nanargmin refuses an all-NaN slice).
+	check func(s *spec, x, vals, idx *tensor.Tensor) error
 }
 
 // A reduceKernel reduces a into a fresh tensor of dtype dt in the keepdim
@@ -132,6 +191,7 @@ func define(s *spec) *spec {
 	if _, dup := byName[s.Name]; dup {
 		panic("ops: op defined twice: " + s.Name)
 	}
+	s.OpSchema.Node = s.node
 	byName[s.Name] = s
 	return s
 }

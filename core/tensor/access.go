@@ -228,58 +228,48 @@ func (t *Tensor) Item() (float64, error) {
 
 // FromFloat64s returns a new contiguous tensor holding vals rounded to dt.
 func FromFloat64s(dt dtype.Dtype, shape []int, vals []float64) (*Tensor, error) {
-	t, err := New(dt, shape)
-	if err != nil {
-		return nil, err
-	}
-	if len(vals) != t.Numel() {
-		return nil, errs.Valuef("%d values do not fill shape %v", len(vals), fmtShape(shape))
-	}
-	for i, v := range vals {
-		StoreFloat64(dt, t.ElementPointer(i), v)
-	}
-	return t, nil
+	return fromValues(dt, shape, vals, StoreFloat64)
 }
 
 // FromInt64s returns a new contiguous tensor holding vals converted to dt.
 func FromInt64s(dt dtype.Dtype, shape []int, vals []int64) (*Tensor, error) {
-	t, err := New(dt, shape)
-	if err != nil {
-		return nil, err
-	}
-	if len(vals) != t.Numel() {
-		return nil, errs.Valuef("%d values do not fill shape %v", len(vals), fmtShape(shape))
-	}
-	for i, v := range vals {
-		StoreInt64(dt, t.ElementPointer(i), v)
-	}
-	return t, nil
+	return fromValues(dt, shape, vals, StoreInt64)
 }
 
 // FromBits returns a new contiguous tensor whose elements have the given raw
 // bit patterns (truncated to the dtype's size).
 func FromBits(dt dtype.Dtype, shape []int, bits []uint64) (*Tensor, error) {
+	return fromValues(dt, shape, bits, storeBits)
+}
+
+// fromValues is the one body of the From* constructors: a new contiguous
+// tensor of dt and shape, element i stored from vals[i] by store.
+func fromValues[V any](dt dtype.Dtype, shape []int, vals []V, store func(dtype.Dtype, unsafe.Pointer, V)) (*Tensor, error) {
 	t, err := New(dt, shape)
 	if err != nil {
 		return nil, err
 	}
-	if len(bits) != t.Numel() {
-		return nil, errs.Valuef("%d values do not fill shape %v", len(bits), fmtShape(shape))
+	if len(vals) != t.Numel() {
+		return nil, errs.Valuef("%d values do not fill shape %v", len(vals), fmtShape(shape))
 	}
-	for i, b := range bits {
-		p := t.ElementPointer(i)
-		switch dt.Size() {
-		case 1:
-			*(*uint8)(p) = uint8(b)
-		case 2:
-			*(*uint16)(p) = uint16(b)
-		case 4:
-			*(*uint32)(p) = uint32(b)
-		default:
-			*(*uint64)(p) = b
-		}
+	for i, v := range vals {
+		store(dt, t.ElementPointer(i), v)
 	}
 	return t, nil
+}
+
+// storeBits writes the low dt.Size() bytes of b at p.
+func storeBits(dt dtype.Dtype, p unsafe.Pointer, b uint64) {
+	switch dt.Size() {
+	case 1:
+		*(*uint8)(p) = uint8(b)
+	case 2:
+		*(*uint16)(p) = uint16(b)
+	case 4:
+		*(*uint32)(p) = uint32(b)
+	default:
+		*(*uint64)(p) = b
+	}
 }
 
 // Scalar returns a 0-d tensor holding v rounded to dt.

@@ -610,7 +610,9 @@ PyObject *hot_call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
         return NULL;
     }
     /* out=: described before any work (out_desc's errors leave nothing made) */
-    PyObject *out = args[3], *given[CALL_STACK] = {NULL};
+    /* out= entries are borrowed from a tuple this call owns: a list could
+     * drop them (another thread, a signal handler) while the GIL is released. */
+    PyObject *out = args[3], *given[CALL_STACK] = {NULL}, *outs_held = NULL;
     lucid_out descs[CALL_STACK];
     int64_t oshape[CALL_STACK][LUCID_MAX_DIMS + 1], ostrides[CALL_STACK][LUCID_MAX_DIMS + 1];
     int n_given = 0;
@@ -622,8 +624,11 @@ PyObject *hot_call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
                 PyErr_Format(PyExc_TypeError, "out must be a tuple of %ld tensors or arrays", nout);
                 return NULL;
             }
+            if ((outs_held = PySequence_Tuple(out)) == NULL) {
+                return NULL;
+            }
             for (long i = 0; i < nout; i++) {
-                PyObject *o = PyTuple_Check(out) ? PyTuple_GetItem(out, i) : PyList_GetItem(out, i); /* borrowed */
+                PyObject *o = PyTuple_GetItem(outs_held, i); /* borrowed from outs_held */
                 given[i] = o == Py_None ? NULL : o;
             }
         }
@@ -634,15 +639,15 @@ PyObject *hot_call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
                 continue;
             }
             int r = describe_out(given[i], &descs[i], oshape[i], ostrides[i]);
-            if (r < 0) {
-                return NULL;
-            }
-            if (r == 0) {
-                PyObject *name = type_name(given[i]);
-                if (name != NULL) {
-                    PyErr_Format(PyExc_TypeError, "out must be a pylucid.Tensor or a numpy.ndarray, got %U", name);
-                    Py_DECREF(name);
+            if (r <= 0) {
+                if (r == 0) {
+                    PyObject *name = type_name(given[i]);
+                    if (name != NULL) {
+                        PyErr_Format(PyExc_TypeError, "out must be a pylucid.Tensor or a numpy.ndarray, got %U", name);
+                        Py_DECREF(name);
+                    }
                 }
+                Py_XDECREF(outs_held);
                 return NULL;
             }
         }
@@ -650,6 +655,7 @@ PyObject *hot_call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     }
     int64_t small_meta[2 * LUCID_META_LEN], *meta = small_meta;
     if (nout > 2 && (meta = PyMem_Malloc((size_t)nout * LUCID_META_LEN * sizeof *meta)) == NULL) {
+        Py_XDECREF(outs_held);
         return PyErr_NoMemory();
     }
     int rc;
@@ -663,6 +669,7 @@ PyObject *hot_call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (meta != small_meta) {
         PyMem_Free(meta);
     }
+    Py_XDECREF(outs_held);
     return res;
 }
 

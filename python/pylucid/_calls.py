@@ -71,10 +71,24 @@ def reraise_interrupt() -> None:
 # ---- wrapping what a call described (ABI mode; python/csrc does it in C) ----
 
 
+def _adopt(h: int) -> "Tensor":
+    """A new Tensor owning handle h: when this raises (a KeyboardInterrupt
+    before the handle is stored), h is released, so either way nothing is
+    left unowned. The caller fills in the other fields."""
+    t = None
+    try:
+        t = _new_tensor(_tensor)
+        t._h = h
+    except BaseException:
+        if t is None or t._h != h:
+            _release_unowned([h])
+        raise
+    return t  # type: ignore[no-any-return]
+
+
 def wrap_meta(mv: memoryview) -> "Tensor":
     """Wraps the result a *_meta call described (taking over its handle)."""
-    t = _new_tensor(_tensor)
-    t._h = mv[0]
+    t = _adopt(mv[0])
     m = mv[1]
     nd = (m >> 8) & 0xFF
     t._shape = () if nd == 0 else (mv[2],) if nd == 1 else tuple(mv[2: 2 + nd])
@@ -82,20 +96,19 @@ def wrap_meta(mv: memoryview) -> "Tensor":
     t._rg = m & _META_RG != 0
     if m & _META_PENDING:
         drain()
-    return t  # type: ignore[no-any-return]
+    return t
 
 
 def wrap_info(info: Any) -> "Tensor":
     """Wraps (and takes ownership of) the tensor a lucid_tensor_info describes."""
-    t = _tensor.__new__(_tensor)
-    t._h = info.handle
+    t = _adopt(info.handle)
     t._dtype = BY_CODE[info.dtype]
     nd = info.ndim
     t._shape = tuple(ffi.unpack(info.shape, nd)) if nd else ()
     t._rg = bool(info.requires_grad)
     if info.pending:
         drain()
-    return t  # type: ignore[no-any-return]
+    return t
 
 
 def _info_call(call: Callable[[Any], int]) -> "Tensor":
@@ -116,7 +129,8 @@ def _release_unowned(handles: Sequence[int]) -> None:
 def _owned(meta: Any, nout: int, given: Optional[Sequence[Any]]) -> Any:
     """The outputs a successful lucid_op_n described (ABI mode): the given
     out= objects where there were some, else new Tensors; the handles not
-    yet wrapped are released if anything raises."""
+    yet wrapped are released if anything raises (the one being wrapped is
+    owned or released by _adopt)."""
     mv = memoryview(ffi.buffer(meta)).cast("q")
     res: List[Any] = []
     try:
@@ -188,11 +202,15 @@ else:
 def _from_handle(h: int) -> "Tensor":
     """Wraps (and takes ownership of) a handle the library returned outside
     a lucid_tensor_info (ABI mode; released if that fails)."""
+    info = ffi.new("lucid_tensor_info*")
     try:
-        return _info_call(lambda info: lib.lucid_tensor_info_get(h, info))
+        rc = lib.lucid_tensor_info_get(h, info)
+        if rc:
+            raise_status(rc)
     except BaseException:
         _release_unowned([h])
         raise
+    return wrap_info(info)  # owns h (or has released it) whatever happens
 
 
 from_handle = _from_handle
@@ -368,8 +386,9 @@ def _refuse_out_with_tangents(op: int, ins: Sequence[Optional["Tensor"]], out: A
     open forward-mode level, the written result's tangent would be silently
     wrong (zero, or out's stale one), so the call is refused, as out= is in
     grad mode with an input that requires grad (docs/semantics.md)."""
-    name = _lib.schema_table()[op]["name"]
-    if name in ("argmin", "argmax"):  # int64 positions: no tangent to lose (as they record no graph)
+    s = _lib.schema_table()[op]
+    name = s["name"]
+    if s["signature"] == "arg":  # int64 positions: no tangent to lose (as they record no graph)
         return
     outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
     if any(tangent_of(t) is not None for t in tuple(ins) + outs):

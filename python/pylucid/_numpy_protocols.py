@@ -14,6 +14,7 @@ This module sits above ops: Tensor's protocol methods reach it through
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Dict, Mapping, Sequence, Tuple
 
 import numpy as np
@@ -29,28 +30,16 @@ _OTHER: Any = object()
 # can tell `keepdims` left out from `keepdims=False`.
 _NV: Any = getattr(np, "_NoValue", object())
 
-# ---- ufuncs ----
+# ---- the table, from the library's records ----
 
-# ufunc(...) with a pylucid op of the same meaning. np.true_divide is np.divide.
-_CALL: Dict[np.ufunc, Callable[..., Any]] = {
-    np.minimum: ops.minimum,
-    np.maximum: ops.maximum,
-    np.fmin: ops.fmin,
-    np.fmax: ops.fmax,
-    np.add: ops.add,
-    np.subtract: ops.sub,
-    np.multiply: ops.mul,
-    np.true_divide: ops.div,
-    np.negative: ops.neg,
-}
-
-# ufunc.reduce: NumPy's minimum/maximum reductions propagate NaN, as amin and
-# amax do. fmin.reduce/fmax.reduce ignore NaN, which no pylucid reduction
-# does: they go to NumPy (docs/interop.md).
-_REDUCE: Dict[np.ufunc, Callable[..., Any]] = {
-    np.minimum: ops.amin,
-    np.maximum: ops.amax,
-}
+# Each public op's record lists the NumPy ufuncs and functions it is
+# ("minimum", "minimum.reduce" for a ufunc's reduce, "amin", "nanmin", ...):
+# ufunc calls run the op (_CALL), a ufunc's reduce the reduction (_REDUCE),
+# a function its handler by the op's signature (_FUNCS). np.true_divide is
+# np.divide.
+_CALL: Dict[np.ufunc, Callable[..., Any]] = {}
+_REDUCE: Dict[np.ufunc, Callable[..., Any]] = {}
+_FUNCS: Dict[Any, Callable[..., Any]] = {}
 
 
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
@@ -133,65 +122,74 @@ def _keep(keepdims: Any) -> bool:
     return False if keepdims is _NV else bool(keepdims)
 
 
-def _clip(a: Any, a_min: Any = _NV, a_max: Any = _NV, out: Any = None, *, min: Any = _NV, max: Any = _NV,
-          **kwargs: Any) -> Any:
-    if kwargs:  # ufunc arguments (where=, casting=, dtype=, ...)
-        return _OTHER
-    if a_min is not _NV and min is not _NV or a_max is not _NV and max is not _NV:
-        raise TypeError("clip: pass a_min or min (a_max or max), not both")
-    lo = a_min if min is _NV else min
-    hi = a_max if max is _NV else max
-    lo = None if lo is _NV else lo
-    hi = None if hi is _NV else hi
-    if lo is None and hi is None:
-        return _OTHER  # NumPy returns a copy; pylucid's clamp needs a bound
-    return ops.clamp(a, lo, hi, out=out)
-
-
-def _extremum(op: Callable[..., Any]) -> Callable[..., Any]:
-    def handler(a: Any, axis: Any = None, out: Any = None, keepdims: Any = _NV, initial: Any = _NV,
-                where: Any = _NV) -> Any:
-        if initial is not _NV or where is not _NV:
+def _clip_handler(op: Callable[..., Any]) -> Callable[..., Any]:
+    def handler(a: Any, a_min: Any = _NV, a_max: Any = _NV, out: Any = None, *, min: Any = _NV, max: Any = _NV,
+                **kwargs: Any) -> Any:
+        if kwargs:  # ufunc arguments (where=, casting=, dtype=, ...)
             return _OTHER
-        return op(a, axis, _keep(keepdims), out=out)
+        if a_min is not _NV and min is not _NV or a_max is not _NV and max is not _NV:
+            raise TypeError("clip: pass a_min or min (a_max or max), not both")
+        lo = a_min if min is _NV else min
+        hi = a_max if max is _NV else max
+        lo = None if lo is _NV else lo
+        hi = None if hi is _NV else hi
+        if lo is None and hi is None:
+            return _OTHER  # NumPy returns a copy; pylucid's clamp needs a bound
+        return op(a, lo, hi, out=out)
 
     return handler
 
 
-def _position(op: Callable[..., Any]) -> Callable[..., Any]:
-    def handler(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = _NV) -> Any:
-        return op(a, axis, _keep(keepdims), out=out)
+# The arguments a reduction's handler takes from NumPy's signatures; any
+# other one given (initial=, where=, a dtype=, ddof=) goes to NumPy.
+_TAKEN = {"a", "axis", "out", "keepdims"}
+
+
+def _reduction_handler(func: Any, op: Callable[..., Any], floating: bool) -> Callable[..., Any]:
+    """A handler of NumPy's func (amin, nanmax, argmin, sum, mean, ...) by its
+    own signature: (a, axis, out, keepdims) to op(a, axis, keepdims,
+    out=out). An op that takes floating inputs only (mean) leaves others to
+    NumPy, which averages integers in float64."""
+    sig = inspect.signature(func)
+
+    def handler(*args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError:
+            return _OTHER  # NumPy raises its own error
+        given = bound.arguments
+        for k, v in given.items():
+            if k not in _TAKEN and not (k == "dtype" and v is None) and v is not _NV:
+                return _OTHER
+        a = given["a"]
+        if floating and isinstance(a, Tensor) and not a.dtype.is_floating_point:
+            return _OTHER
+        return op(a, given.get("axis"), _keep(given.get("keepdims", _NV)), out=given.get("out"))
 
     return handler
 
 
-def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = _NV, initial: Any = _NV,
-         where: Any = _NV) -> Any:
-    if dtype is not None or initial is not _NV or where is not _NV:
-        return _OTHER
-    return ops.sum(a, axis, _keep(keepdims), out=out)
+def _register() -> None:
+    from . import _lib
+
+    for s in _lib.schema_table():
+        if not s["numpy"] or not hasattr(ops, s["name"]):
+            continue
+        op = getattr(ops, s["name"])
+        for name in s["numpy"]:
+            ufunc, _, method = name.partition(".")
+            f = getattr(np, ufunc)
+            if method == "reduce":
+                _REDUCE[f] = op
+            elif isinstance(f, np.ufunc):
+                _CALL[f] = op
+            elif s["signature"] == "clamp":
+                _FUNCS[f] = _clip_handler(op)
+            else:
+                _FUNCS[f] = _reduction_handler(f, op, s["floating"])
 
 
-def _mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = _NV, *,
-          where: Any = _NV) -> Any:
-    if dtype is not None or where is not _NV:
-        return _OTHER
-    if isinstance(a, Tensor) and not a.dtype.is_floating_point:
-        return _OTHER  # pylucid's mean takes floating tensors; NumPy averages integers in float64
-    return ops.mean(a, axis, _keep(keepdims), out=out)
-
-
-_FUNCS: Dict[Any, Callable[..., Any]] = {
-    np.clip: _clip,
-    np.amin: _extremum(ops.amin),
-    np.min: _extremum(ops.amin),
-    np.amax: _extremum(ops.amax),
-    np.max: _extremum(ops.amax),
-    np.argmin: _position(ops.argmin),
-    np.argmax: _position(ops.argmax),
-    np.sum: _sum,
-    np.mean: _mean,
-}
+_register()
 
 
 def array_function(func: Any, types: Sequence[type], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:

@@ -349,11 +349,15 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors: Any) -> None:
         """Keeps tensors (or other values) for ``backward``, read back with
-        ``saved_tensors``; a tensor written in place since (out=, a method
-        ending in _) makes that read raise, as a native node does
-        (docs/autograd.md)."""
+        ``saved_tensors``; a tensor written in place after ``forward``
+        returned (out=, a method ending in _) makes that read raise, as a
+        native node does (docs/autograd.md). Writes inside ``forward``
+        itself are allowed, as in PyTorch: the versions are taken when it
+        returns."""
         self._saved = tensors
-        self._versions = tuple(t._version if isinstance(t, Tensor) else None for t in tensors)
+
+    def _record_versions(self) -> None:
+        self._versions = tuple(t._version if isinstance(t, Tensor) else None for t in self._saved)
 
     @property
     def saved_tensors(self) -> Tuple[Any, ...]:
@@ -467,6 +471,7 @@ class Function:
         finally:
             if level is not None:
                 set_forward_level(prev)
+        ctx._record_versions()
         single = not isinstance(result, tuple)
         outs = [as_tensor(o) for o in ((result,) if single else result)]
         if forward_mode:

@@ -84,16 +84,24 @@ import numpy as np
 from dask.array.reductions import arg_reduction
 from dask.base import tokenize
 
-from . import autograd, ops
+from . import _lib, autograd, ops
 from .amp import autocast, is_autocast_enabled
 from .tensor import Tensor, from_numpy
-
-__all__ = ["minimum", "maximum", "fmin", "fmax", "clamp", "clip", "amin", "amax", "argmin", "argmax", "grad"]
 
 ArrayLike = Any
 Axis = Union[None, int, Sequence[int]]
 Key = Tuple[Any, ...]
-_BINARY = ("minimum", "maximum", "fmin", "fmax")
+
+# The ops this bridge offers are the records that list it ("dask" in their
+# bridges), each in the form its signature says; a selecting reduction's
+# positions come from the arg op of the same rule (amin: argmin, nanmin:
+# nanargmin).
+_RECORDS = [s for s in _lib.schema_table() if "dask" in s["bridges"]]
+_ARG_OF = {v["name"]: a["name"] for v in _RECORDS if v["signature"] == "reduction"
+           for a in _lib.schema_table() if a["signature"] == "arg" and a["rule"] == v["rule"]}
+_VALUES_OF = {a: v for v, a in _ARG_OF.items()}
+_SIGNATURE = {s["name"]: s["signature"] for s in _RECORDS}
+_RULE = {s["name"]: s["rule"] for s in _RECORDS}
 
 
 # ---- on the workers: chunks as pylucid tensors
@@ -117,12 +125,13 @@ def _operand(c: Any, requires_grad: bool = False) -> Any:
 
 def _op(key: Key, ts: Sequence[Any]) -> Tensor:
     """The pylucid computation of an elementwise op."""
-    if key[0] == "clamp":
+    op = getattr(ops, key[0])
+    if _SIGNATURE[key[0]] == "clamp":
         rest = list(ts[1:])
         lo = rest.pop(0) if key[1] else None
         hi = rest.pop(0) if key[2] else None
-        return cast(Tensor, ops.clamp(ts[0], lo, hi))
-    return cast(Tensor, getattr(ops, key[0])(ts[0], ts[1]))
+        return cast(Tensor, op(ts[0], lo, hi))
+    return cast(Tensor, op(ts[0], ts[1]))
 
 
 def _apply_block(*chunks: Any, spec: Key) -> np.ndarray:
@@ -155,6 +164,20 @@ def _pack(vals: np.ndarray, arg: np.ndarray) -> np.ndarray:
     return r
 
 
+def _positions(name: str, x: np.ndarray, axis: Optional[int]) -> np.ndarray:
+    """The positions of the winners of reduction name's fold over axis (or
+    all), keepdims, by pylucid's arg op of the same rule. Under a rule that
+    ignores NaN, a slice of NaNs only has its first element as the fold's
+    winner, a position the arg op refuses to give (nanargmin raises, as
+    NumPy's): such slices are zeros here, whose first element wins too."""
+    if _RULE[name] in ("fmin", "fmax") and x.dtype.kind == "f" and x.size:
+        all_nan = np.isnan(x).all(axis=axis, keepdims=True)
+        if all_nan.any():
+            x = np.where(all_nan, np.zeros((), x.dtype), x)
+    with _plain():
+        return cast(np.ndarray, getattr(ops, _ARG_OF[name])(from_numpy(_contiguous(x)), axis, True).numpy())
+
+
 def _arg_chunk(name: str, x: np.ndarray, axis: Tuple[int, ...], offset_info: Any) -> np.ndarray:
     """One chunk's winner (pylucid's amin/amax) and its position in the
     whole slice, as dask's arg_chunk lays them out."""
@@ -162,7 +185,7 @@ def _arg_chunk(name: str, x: np.ndarray, axis: Tuple[int, ...], offset_info: Any
     with _plain():
         t = from_numpy(x)
         vals = getattr(ops, name)(t, arg_axis, True).numpy()
-        arg = getattr(ops, "arg" + name[1:])(t, arg_axis, True).numpy().astype(np.int64)
+    arg = _positions(name, x, arg_axis).astype(np.int64)
     if x.ndim > 0:
         if arg_axis is None:
             offset, total_shape = offset_info
@@ -173,9 +196,12 @@ def _arg_chunk(name: str, x: np.ndarray, axis: Tuple[int, ...], offset_info: Any
     return _pack(vals, arg)
 
 
-def _arg_combine(name: str, data: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+def _arg_combine(name: str, data: np.ndarray, axis: Any = None, keepdims: bool = False, refuse: str = "") -> np.ndarray:
     """The winner among a slice's candidates: put them in order of position
-    and let pylucid's argmin/argmax pick (ties and NaN -> the first)."""
+    and let pylucid's arg op of the same rule pick (ties, and NaN by the
+    rule, -> the first). refuse, at the last step of a NaN-ignoring arg op
+    (nanargmin), names it: a NaN winner means a slice of NaNs only, which
+    it refuses, as pylucid does on the whole array."""
     axes = tuple(range(data.ndim)) if axis is None else tuple(sorted(axis))
     vals, arg = data["vals"], data["arg"]
     keep = [i for i in range(data.ndim) if i not in axes]
@@ -186,10 +212,11 @@ def _arg_combine(name: str, data: np.ndarray, axis: Any = None, keepdims: bool =
     order = np.argsort(p, axis=-1, kind="stable")
     v = _contiguous(np.take_along_axis(v, order, -1))
     p = np.take_along_axis(p, order, -1)
-    with _plain():
-        w = getattr(ops, "arg" + name[1:])(from_numpy(v), v.ndim - 1, True).numpy()
+    w = _positions(name, v, v.ndim - 1)
     shape = tuple(1 if i in axes else s for i, s in enumerate(data.shape))
     vals = np.take_along_axis(v, w, -1).reshape(shape)
+    if refuse and vals.dtype.kind == "f" and np.isnan(vals).any():
+        raise ValueError("%s: All-NaN slice encountered" % refuse)
     arg = np.take_along_axis(p, w, -1).reshape(shape)
     if not keepdims:
         vals, arg = vals.squeeze(axes), arg.squeeze(axes)
@@ -359,8 +386,10 @@ def _winners(name: str, a: ArrayLike, axis: Axis, split_every: Any, fn: str,
         getattr(ops, name)(_stand_in(x), ax, True)  # pylucid's errors: dtypes, zero-size slices
     chunk = functools.partial(_arg_chunk, name)
     combine = functools.partial(_arg_combine, name)
+    refuse = fn if fn in _VALUES_OF and _RULE[fn] in ("fmin", "fmax") else ""
+    aggregate = functools.partial(_arg_combine, name, refuse=refuse)
     xr = _without_empty_chunks(x, ax)
-    both = arg_reduction(xr, chunk, combine, combine, axis=ax, keepdims=True, split_every=split_every)
+    both = arg_reduction(xr, chunk, combine, aggregate, axis=ax, keepdims=True, split_every=split_every)
     meta_nd = both.ndim
     vals = both.map_blocks(_field, field="vals", dtype=x.dtype, meta=_meta(meta_nd, x.dtype))
     pos = both.map_blocks(_field, field="arg", dtype=np.int64, meta=_meta(meta_nd, np.int64))
@@ -381,71 +410,63 @@ def _reduction(name: str, a: ArrayLike, axis: Axis, keepdims: bool, split_every:
 
 
 def _arg(name: str, a: ArrayLike, axis: Optional[int], keepdims: bool, split_every: Any) -> da.Array:
-    _, _, pos, ax = _winners(name[0] + name[3:], a, axis, split_every, name, False)
+    _, _, pos, ax = _winners(_VALUES_OF[name], a, axis, split_every, name, False)
     return _squeeze(pos, ax, bool(keepdims))
 
 
-# ---- the public functions
+# ---- the public functions, from the records
 
 
-def minimum(x1: ArrayLike, x2: ArrayLike) -> da.Array:
-    """``da.minimum`` with pylucid's rule: ``x1`` wins where ``x1 <= x2`` or
-    ``x1`` is NaN; the gradient goes to the winner (ties to ``x1``)."""
-    return _elementwise(("minimum",), "minimum", (x1, x2))
+def _binary_fn(name: str) -> Callable[..., da.Array]:
+    def fn(x1: ArrayLike, x2: ArrayLike) -> da.Array:
+        return _elementwise((name,), name, (x1, x2))
+
+    return fn
 
 
-def maximum(x1: ArrayLike, x2: ArrayLike) -> da.Array:
-    """``da.maximum`` with pylucid's rule (the mirror of :func:`minimum`)."""
-    return _elementwise(("maximum",), "maximum", (x1, x2))
+def _clamp_fn(name: str) -> Callable[..., da.Array]:
+    def fn(x: ArrayLike, min: Optional[ArrayLike] = None, max: Optional[ArrayLike] = None) -> da.Array:
+        if min is None and max is None:
+            raise ValueError("%s: at least one of min and max must not be None" % name)
+        operands = [x] + [b for b in (min, max) if b is not None]
+        return _elementwise((name, min is not None, max is not None), name, operands)
+
+    return fn
 
 
-def fmin(x1: ArrayLike, x2: ArrayLike) -> da.Array:
-    """``da.fmin`` (NaN ignored) with pylucid's rule: ``x1`` wins where
-    ``x1 <= x2`` or ``x2`` is NaN; the gradient goes to the winner."""
-    return _elementwise(("fmin",), "fmin", (x1, x2))
+def _reduction_fn(name: str) -> Callable[..., da.Array]:
+    def fn(a: ArrayLike, axis: Axis = None, keepdims: bool = False, split_every: Any = None) -> da.Array:
+        return _reduction(name, a, axis, keepdims, split_every)
+
+    return fn
 
 
-def fmax(x1: ArrayLike, x2: ArrayLike) -> da.Array:
-    """``da.fmax`` with pylucid's rule (the mirror of :func:`fmin`)."""
-    return _elementwise(("fmax",), "fmax", (x1, x2))
+def _arg_fn(name: str) -> Callable[..., da.Array]:
+    def fn(a: ArrayLike, axis: Optional[int] = None, keepdims: bool = False, split_every: Any = None) -> da.Array:
+        return _arg(name, a, axis, keepdims, split_every)
+
+    return fn
 
 
-def clamp(x: ArrayLike, min: Optional[ArrayLike] = None, max: Optional[ArrayLike] = None) -> da.Array:
-    """``da.clip(x, min, max)`` as pylucid's ``clamp``: exactly
-    ``minimum(maximum(x, min), max)``, a None bound skipped (not both); at
-    ``x == bound`` the gradient goes to ``x``, array bounds get it where
-    they win."""
-    if min is None and max is None:
-        raise ValueError("clamp: at least one of min and max must not be None")
-    operands = [x] + [b for b in (min, max) if b is not None]
-    return _elementwise(("clamp", min is not None, max is not None), "clamp", operands)
+_FORMS: Dict[str, Callable[[str], Callable[..., da.Array]]] = {
+    "binary": _binary_fn, "clamp": _clamp_fn, "reduction": _reduction_fn, "arg": _arg_fn}
+
+__all__ = ["grad"]
+for _s in _RECORDS:
+    _f = _FORMS[_s["signature"]](_s["name"])
+    _f.__name__ = _f.__qualname__ = _s["name"]
+    _f.__doc__ = ("``da.%s`` with pylucid's rule, chunk by chunk (Dask's argument names: ``x1, x2``; "
+                  "``a, axis, keepdims, split_every``; ``x, min, max``).\n\n%s" % (_s["name"], _s["doc"]))
+    for _n in [_s["name"]] + list(_s["aliases"]):
+        globals()[_n] = _f
+        __all__.append(_n)
+del _s, _f, _n
 
 
-clip = clamp
-
-
-def amin(a: ArrayLike, axis: Axis = None, keepdims: bool = False, split_every: Any = None) -> da.Array:
-    """``da.min`` with pylucid's rule: each result is its slice's first NaN,
-    else its first smallest element in row-major order, across chunks; that
-    position gets the whole gradient. ``axis``: None, one axis, or a tuple
-    of one axis or all of them."""
-    return _reduction("amin", a, axis, keepdims, split_every)
-
-
-def amax(a: ArrayLike, axis: Axis = None, keepdims: bool = False, split_every: Any = None) -> da.Array:
-    """``da.max`` with pylucid's rule (the mirror of :func:`amin`)."""
-    return _reduction("amax", a, axis, keepdims, split_every)
-
-
-def argmin(a: ArrayLike, axis: Optional[int] = None, keepdims: bool = False, split_every: Any = None) -> da.Array:
-    """``da.argmin``: the position of :func:`amin`'s winner (flat row-major
-    when ``axis`` is None), int64. No gradient."""
-    return _arg("argmin", a, axis, keepdims, split_every)
-
-
-def argmax(a: ArrayLike, axis: Optional[int] = None, keepdims: bool = False, split_every: Any = None) -> da.Array:
-    """``da.argmax``: the position of :func:`amax`'s winner. No gradient."""
-    return _arg("argmax", a, axis, keepdims, split_every)
+def __getattr__(name: str) -> Callable[..., da.Array]:
+    """The functions above are set from the library's records; this says so
+    for the type checker, and names what is missing."""
+    raise AttributeError("module 'pylucid.dask' has no function %r" % name)
 
 
 # ---- gradients

@@ -84,12 +84,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import autograd, ops
+from . import _lib, autograd, ops
 from .amp import autocast, is_autocast_enabled
 from .dtypes import from_numpy_dtype
 from .tensor import Tensor, from_numpy
 
-__all__ = ["minimum", "maximum", "fmin", "fmax", "clamp", "clip", "amin", "amax", "argmin", "argmax"]
+# The ops this bridge offers are the records that list it ("jax" in their
+# bridges), each in the form its signature says.
+_RECORDS = [s for s in _lib.schema_table() if "jax" in s["bridges"]]
+_SIGNATURE = {s["name"]: s["signature"] for s in _RECORDS}
 
 ArrayLike = Any
 Axis = Union[None, int, Sequence[int]]
@@ -120,17 +123,17 @@ def _batch_dims(arrays: Sequence[Any], nd: int) -> int:
 def _kernel(key: Key) -> Kernel:
     """The pylucid computation of an op: (tensors, batch dims) -> Tensor."""
     name = key[0]
-    if name in ("minimum", "maximum", "fmin", "fmax"):
+    if _SIGNATURE[name] == "binary":
         op = getattr(ops, name)
         return lambda ts, k: op(ts[0], ts[1])
-    if name == "clamp":
+    if _SIGNATURE[name] == "clamp":
         has_lo, has_hi = key[2], key[3]
 
         def clamp_(ts: Sequence[Tensor], k: int) -> Tensor:
             rest = list(ts[1:])
             lo = rest.pop(0) if has_lo else None
             hi = rest.pop(0) if has_hi else None
-            return cast(Tensor, ops.clamp(ts[0], lo, hi))
+            return cast(Tensor, getattr(ops, name)(ts[0], lo, hi))
 
         return clamp_
     _, nd, axes, keepdims = key
@@ -146,13 +149,13 @@ def _kernel(key: Key) -> Kernel:
 
 
 def _n_inputs(key: Key) -> int:
-    if key[0] == "clamp":
+    if _SIGNATURE[key[0]] == "clamp":
         return 1 + int(key[2]) + int(key[3])
-    return 2 if key[0] in ("minimum", "maximum", "fmin", "fmax") else 1
+    return 2 if _SIGNATURE[key[0]] == "binary" else 1
 
 
 def _out_shape(key: Key, shapes: Sequence[Tuple[int, ...]]) -> Tuple[int, ...]:
-    if key[0] in ("amin", "amax"):
+    if _SIGNATURE[key[0]] == "reduction":
         _, nd, axes, keepdims = key
         shape = shapes[0]
         red = set(range(nd)) if axes is None else set(axes)
@@ -366,63 +369,56 @@ def _arg(name: str, a: ArrayLike, axis: Optional[int], keepdims: Optional[bool])
     return _arg_reduction(name, x.ndim, ax, keepdims, np.dtype(out).str)(x)
 
 
-# ---- the public functions
+# ---- the public functions, from the records
 
 
-def minimum(x1: ArrayLike, x2: ArrayLike) -> jax.Array:
-    """``jnp.minimum`` with pylucid's rule: ``x1`` wins where ``x1 <= x2`` or
-    ``x1`` is NaN; the gradient goes to the winner (ties to ``x1``)."""
-    return _elementwise("minimum", "minimum", (x1, x2))
+def _binary_fn(name: str) -> Callable[..., jax.Array]:
+    def fn(x1: ArrayLike, x2: ArrayLike) -> jax.Array:
+        return _elementwise(name, name, (x1, x2))
+
+    return fn
 
 
-def maximum(x1: ArrayLike, x2: ArrayLike) -> jax.Array:
-    """``jnp.maximum`` with pylucid's rule (the mirror of :func:`minimum`)."""
-    return _elementwise("maximum", "maximum", (x1, x2))
+def _clamp_fn(name: str) -> Callable[..., jax.Array]:
+    def fn(x: ArrayLike, min: Optional[ArrayLike] = None, max: Optional[ArrayLike] = None) -> jax.Array:
+        if min is None and max is None:
+            raise ValueError("%s: at least one of min and max must not be None" % name)
+        operands = [x] + [b for b in (min, max) if b is not None]
+        return _elementwise(name, name, operands, (min is not None, max is not None))
+
+    return fn
 
 
-def fmin(x1: ArrayLike, x2: ArrayLike) -> jax.Array:
-    """``jnp.fmin`` (NaN ignored) with pylucid's rule: ``x1`` wins where
-    ``x1 <= x2`` or ``x2`` is NaN; the gradient goes to the winner."""
-    return _elementwise("fmin", "fmin", (x1, x2))
+def _reduction_fn(name: str) -> Callable[..., jax.Array]:
+    def fn(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> jax.Array:
+        return _reduction(name, a, axis, keepdims)
+
+    return fn
 
 
-def fmax(x1: ArrayLike, x2: ArrayLike) -> jax.Array:
-    """``jnp.fmax`` with pylucid's rule (the mirror of :func:`fmin`)."""
-    return _elementwise("fmax", "fmax", (x1, x2))
+def _arg_fn(name: str) -> Callable[..., jax.Array]:
+    def fn(a: ArrayLike, axis: Optional[int] = None, keepdims: Optional[bool] = None) -> jax.Array:
+        return _arg(name, a, axis, keepdims)
+
+    return fn
 
 
-def clamp(x: ArrayLike, min: Optional[ArrayLike] = None, max: Optional[ArrayLike] = None) -> jax.Array:
-    """``jnp.clip(x, min, max)`` as pylucid's ``clamp``: exactly
-    ``minimum(maximum(x, min), max)``, a None bound skipped (not both). At
-    ``x == bound`` the gradient goes to ``x``; array bounds get gradients
-    where they win."""
-    if min is None and max is None:
-        raise ValueError("clamp: at least one of min and max must not be None")
-    operands = [x] + [b for b in (min, max) if b is not None]
-    return _elementwise("clamp", "clamp", operands, (min is not None, max is not None))
+_FORMS: dict[str, Callable[[str], Callable[..., jax.Array]]] = {
+    "binary": _binary_fn, "clamp": _clamp_fn, "reduction": _reduction_fn, "arg": _arg_fn}
+
+__all__: list[str] = []
+for _s in _RECORDS:
+    _f = _FORMS[_s["signature"]](_s["name"])
+    _f.__name__ = _f.__qualname__ = _s["name"]
+    _f.__doc__ = ("``jnp.%s`` with pylucid's rule (jnp's argument names: ``x1, x2``; ``a, axis, keepdims``; "
+                  "``x, min, max``).\n\n%s" % (_s["name"], _s["doc"]))
+    for _n in [_s["name"]] + list(_s["aliases"]):
+        globals()[_n] = _f
+        __all__.append(_n)
+del _s, _f, _n
 
 
-clip = clamp
-
-
-def amin(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> jax.Array:
-    """``jnp.amin`` with pylucid's rule: each result is its slice's first NaN,
-    else its first smallest element, and that position gets the whole
-    gradient (jnp splits it among ties)."""
-    return _reduction("amin", a, axis, keepdims)
-
-
-def amax(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> jax.Array:
-    """``jnp.amax`` with pylucid's rule (the mirror of :func:`amin`)."""
-    return _reduction("amax", a, axis, keepdims)
-
-
-def argmin(a: ArrayLike, axis: Optional[int] = None, keepdims: Optional[bool] = None) -> jax.Array:
-    """``jnp.argmin``: the position of :func:`amin`'s winner (flat when
-    ``axis`` is None), jnp's default integer dtype. No gradient."""
-    return _arg("argmin", a, axis, keepdims)
-
-
-def argmax(a: ArrayLike, axis: Optional[int] = None, keepdims: Optional[bool] = None) -> jax.Array:
-    """``jnp.argmax``: the position of :func:`amax`'s winner. No gradient."""
-    return _arg("argmax", a, axis, keepdims)
+def __getattr__(name: str) -> Callable[..., jax.Array]:
+    """The functions above are set from the library's records; this says so
+    for the type checker, and names what is missing."""
+    raise AttributeError("module 'pylucid.jax' has no function %r" % name)

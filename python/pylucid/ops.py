@@ -117,44 +117,11 @@ def _op_named(name: str) -> "Op":
 
 Dims = Union[None, int, Sequence[int]]
 
-# The public ops are built from the schemas the library exports: every
-# elementwise op without attributes (binary or unary) and every reduction,
-# called by its id through lucid_op. Internal ops (views, the selection
-# halves of the minimum/maximum gradient, and the elementwise ops below,
-# which Tensor's methods reach) are not public callables.
-_INTERNAL = frozenset({"cast", "copy"})
-
-# Docstrings of the public ops; an op without one here gets a plain one
-# made from its schema.
-_DOCS = {
-    "minimum": """Elementwise minimum with NumPy broadcasting.
-
-    ``y[i] = a[i]`` when ``a[i] <= b[i]`` or ``a[i]`` is NaN, else ``b[i]``
-    (the winner's bits). The gradient goes to the operand selected: ties go
-    to ``a``, NaN to the operand that produced it (to ``a`` when both are).
-    """,
-    "maximum": """Elementwise maximum: the mirror of :func:`minimum` (``>=``; ties to ``a``).""",
-    "add": "``a + b`` with broadcasting.",
-    "sub": "``a - b`` with broadcasting.",
-    "mul": "``a * b`` with broadcasting.",
-    "div": "``a / b`` (true division) with broadcasting.",
-    "neg": "``-a``.",
-    "sum": "Sum over ``dim`` (all dims when None); integers sum to int64.",
-    "mean": "Mean over ``dim`` (all dims when None) of a floating tensor.",
-    "fmin": """Elementwise NumPy ``fmin``: NaN is ignored.
-
-    ``y[i] = a[i]`` when ``a[i] <= b[i]`` or ``b[i]`` is NaN, else ``b[i]``;
-    a NaN only where both are (then ``a``'s). Gradient to the operand selected.
-    """,
-    "fmax": """Elementwise NumPy ``fmax``: the mirror of :func:`fmin` (``>=``).""",
-    "amin": """The smallest element over ``dim`` (an int, a tuple, ``()`` for none, None for all).
-
-    Each slice is folded in row-major order: the result is its first NaN if
-    it has one, else its first smallest element (bits included), and that
-    position gets the whole gradient (ties are not split).
-    """,
-    "amax": """The largest element over ``dim``: the mirror of :func:`amin`.""",
-}
+# The public ops are built from the records the library exports (its
+# schemas): each op's "signature" says which of the call forms below it
+# takes, its "doc" is its docstring and its "aliases" its other names. Ops
+# without a signature (casts, views, the halves of the family's gradients)
+# are internal. Nothing here names an op (docs/adding-an-op.md).
 
 # Every op takes out=: a Tensor or writable NumPy array of exactly the
 # result's shape and dtype, written and returned (docs/semantics.md).
@@ -166,6 +133,10 @@ def _unary(op: int, a: ArrayLike, *, out: Any = None) -> Tensor:
 
 def _reduction(op: int, a: ArrayLike, dim: Dims = None, keepdim: bool = False, *, out: Any = None) -> Tensor:
     return reduce(op, a, dim, keepdim, out)
+
+
+def _name(op: int) -> str:
+    return str(_lib.schema_table()[op]["name"])
 
 
 def _one_dim(dim: Any, name: str) -> Optional[int]:
@@ -187,7 +158,7 @@ def _clamp(op: int, x: ArrayLike, min: Any = None, max: Any = None, *, out: Any 
 
 
 def _arg(op: int, x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None) -> Tensor:
-    d = _one_dim(dim, "argmin" if op == _ids["argmin"] else "argmax")
+    d = _one_dim(dim, _name(op))
     t = as_tensor(x)
     return call_op(op, (t,), reduction_attrs(d, keepdim, op, t.ndim), out, 1)[0]  # type: ignore[no-any-return]
 
@@ -199,12 +170,11 @@ class MinMaxResult(NamedTuple):
     indices: Tensor
 
 
-def _minmax(op: int, x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False, *,
+def _minmax(op: int, whole: int, x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False, *,
             out: Any = None) -> Union[Tensor, MinMaxResult]:
-    name = "min" if op == _ids["min"] else "max"
     if dim is None:
-        return reduce(_ids["a" + name], x, None, keepdim, out)  # amin/amax over every dim
-    d = _one_dim(dim, name)
+        return reduce(whole, x, None, keepdim, out)  # e.g. amin over every dim
+    d = _one_dim(dim, _name(op))
     t = as_tensor(x)
     v, i = call_op(op, (t,), reduction_attrs(d, keepdim, op, t.ndim), out, 2)
     return MinMaxResult(v, i)
@@ -212,77 +182,42 @@ def _minmax(op: int, x: ArrayLike, dim: Optional[int] = None, keepdim: bool = Fa
 
 _ids = {s["name"]: s["id"] for s in _lib.schema_table()}
 
-# Ops whose Python signature is their own (name: implementation, docstring).
-_CUSTOM: Dict[str, Tuple[Callable[..., Any], str]] = {
-    "clamp": (_clamp, """Clamp ``x`` into ``[min, max]``: exactly ``minimum(maximum(x, min), max)``.
-
-    A bound may be None (skipped; not both), a Python number or a tensor
-    broadcasting with ``x``. At ``x == bound`` the gradient goes to ``x``; with
-    ``min > max`` every non-NaN element is ``max``; a NaN ``x`` stays NaN.
-    Bounds that are tensors get gradients where they win. ``clip`` is the
-    same op.
-    """),
-    "argmin": (_arg, """The int64 position of :func:`amin`'s winner along ``dim`` (flat index when None).
-
-    Equal to NumPy's ``argmin``, NaN included (the first NaN wins). No gradient.
-    """),
-    "argmax": (_arg, """The int64 position of :func:`amax`'s winner (see :func:`argmin`)."""),
-    "min": (_minmax, """``min(x)`` is :func:`amin` over all dims; ``min(x, dim)`` returns ``(values, indices)``.
-
-    As ``torch.min(x, dim)``: a :class:`MinMaxResult` of the winners and their
-    int64 positions along ``dim``; the gradient goes to the winners.
-    """),
-    "max": (_minmax, """The mirror of :func:`min`: :func:`amax`, or ``(values, indices)`` over ``dim``."""),
+# signature -> (implementation, the bound arguments after the op id)
+_FORMS: Dict[str, Tuple[Callable[..., Any], Callable[[Dict[str, Any]], Tuple[Any, ...]]]] = {
+    "binary": (binary, lambda s: ()),
+    "unary": (_unary, lambda s: ()),
+    "clamp": (_clamp, lambda s: ()),
+    "reduction": (_reduction, lambda s: ()),
+    "arg": (_arg, lambda s: ()),
+    "minmax": (_minmax, lambda s: (_ids[s["whole"]],)),
 }
 
 
 def _build(s: Dict[str, Any]) -> Optional[Op]:
-    """The public op for schema s (None for an internal op)."""
-    name, kind, arity = s["name"], s["kind"], s["arity"]
-    if name in _CUSTOM:
-        fn, doc = _CUSTOM[name]
-        return Op(name, fn, s["id"], doc=doc)
-    if kind == "reduction":
-        doc = "``%s`` over ``dim`` (all dims when None)." % name
-        return Op(name, _reduction, s["id"], doc=_DOCS.get(name, doc))
-    if kind != "elementwise" or s["attrs"] or name in _INTERNAL:
+    """The public op of schema s (None for an internal op)."""
+    form = _FORMS.get(s["signature"])
+    if form is None:
         return None
-    if arity == 2:
-        return Op(name, binary, s["id"], doc=_DOCS.get(name, "Elementwise ``%s(a, b)`` with broadcasting." % name))
-    return Op(name, _unary, s["id"], doc=_DOCS.get(name, "Elementwise ``%s(a)``." % name))
+    fn, bound = form
+    return Op(s["name"], fn, s["id"], *bound(s), doc=s["doc"])
 
-
-# Declared for type checkers; assigned from the schemas below.
-minimum: Op
-maximum: Op
-add: Op
-sub: Op
-mul: Op
-div: Op
-neg: Op
-sum: Op
-mean: Op
-fmin: Op
-fmax: Op
-clamp: Op
-clip: Op
-amin: Op
-amax: Op
-argmin: Op
-argmax: Op
-min: Op
-max: Op
 
 _public: List[str] = []
 for _s in _lib.schema_table():
     _op = _build(_s)
     if _op is not None:
-        globals()[_s["name"]] = _op
-        _public.append(_s["name"])
-del _s, _op
+        for _n in [_s["name"]] + list(_s["aliases"]):
+            globals()[_n] = _op  # an alias is the same op (clip: its schema is clamp's)
+            _public.append(_n)
+del _s, _op, _n
 
-clip = globals()["clamp"]  # the same op (schema "clamp"), under NumPy's name
-_public.append("clip")
+
+def __getattr__(name: str) -> Op:
+    """The ops are module attributes set above from the library's records;
+    this says so for the type checker, and names what is missing."""
+    raise AttributeError("module 'pylucid.ops' has no op %r" % name)
+
+
 late.ops = sys.modules[__name__]  # Tensor's methods (t.amax(), t.clamp(), ...) call the ops here
 
 __all__ = ["AmpPolicy", "MinMaxResult", "OpSchema", "schemas"] + _public

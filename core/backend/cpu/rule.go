@@ -20,7 +20,7 @@ type (
 )
 
 // rule is the set of rule types; adding a backend.Rule adds one type here,
-// one above and one line to the kernel tables' init (kernels.go).
+// one above and one line to the kernel tables' init (selection.go, argreduce.go).
 type rule interface {
 	ruleMin | ruleMax | ruleFMin | ruleFMax
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/pylucid/pylucid/core/dtype"
 )
 
-// SIMD paths of the min/max family (see minmax.go) for float32 and
+// SIMD paths of the min/max family (see argreduce.go, scatter.go, clamp.go) for float32 and
 // float64: the rule is wins32/wins64 (simd_amd64.go), the scalar rule wins
 // (rule.go) where lanes combine. Each path clears the vector registers'
 // upper halves before it returns, as in simd_amd64.go.

@@ -90,11 +90,11 @@ func (Backend) Binary(op backend.BinaryOp, out, a, b *tensor.Tensor) error {
 		return err
 	}
 	dt := out.Dtype()
-	if op == backend.Div && !dt.IsFloat() {
-		return fmt.Errorf("div kernel needs a floating dtype, got %v", dt)
-	}
-	if op > backend.FMax {
+	switch {
+	case !op.Valid():
 		return fmt.Errorf("unknown binary op %v", op)
+	case op.FloatOnly() && !dt.IsFloat():
+		return fmt.Errorf("%v kernel needs a floating dtype, got %v", op, dt)
 	}
 	r, selects := op.Rule()
 	for i := 0; i < out.Numel(); i++ {

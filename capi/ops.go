@@ -1,6 +1,10 @@
+// The op calls: lucid_op (one output), lucid_op_n (several, out=) and
+// lucid_op_jvp (forward mode), with the one reader of their arguments.
+
 package main
 
 /*
+#define LUCID_NO_PROTOTYPES
 #include "lucid.h"
 */
 import "C"
@@ -13,31 +17,124 @@ import (
 	"github.com/pylucid/pylucid/core/tensor"
 )
 
+// maxOpInputs and maxOpAttrs bound the arrays lucid_op reads.
+const (
+	maxOpInputs = 4
+	maxOpAttrs  = 2 + tensor.MaxDims
+)
+
+// genericOp runs op id on the tensors behind inputs with attrs (lucid_op).
+// With LUCID_MODE_INTERRUPTIBLE in mode, a long reduction is started as a
+// job instead (jobs.go) and its id returned; other ops ignore the flag.
+func genericOp(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int64_t, nAttrs C.int32_t,
+	mode C.int32_t) (*tensor.Tensor, int64, error) {
+	var buf [maxOpInputs]*tensor.Tensor
+	c, in, as, err := opArgs(&buf, false, inputs, nInputs, attrs, nAttrs, mode)
+	if err != nil {
+		return nil, 0, err
+	}
+	if mode&C.LUCID_MODE_INTERRUPTIBLE != 0 && nInputs == 1 && in[0].Numel() >= longWork && isReduction(id) &&
+		opOutputs[id] == 1 {
+		return nil, startOpJob(c, int(id), in, as), nil
+	}
+	t, err := ops.Call(c, int(id), in, as)
+	return t, 0, err
+}
+
+// opKinds holds the kind of every op id.
+var opKinds = func() []ops.Kind {
+	ss := ops.Schemas()
+	ks := make([]ops.Kind, len(ss))
+	for i, s := range ss {
+		ks[i] = s.Kind
+	}
+	return ks
+}()
+
+// opOutputs holds the output count of every op id.
+var opOutputs = func() []int {
+	ss := ops.Schemas()
+	n := make([]int, len(ss))
+	for i, s := range ss {
+		n[i] = s.Outputs
+	}
+	return n
+}()
+
+func isReduction(id C.int32_t) bool {
+	return id >= 0 && int(id) < len(opKinds) && opKinds[id] == ops.Reduction
+}
+
+// startOpJob is genericOp's long path (a function of its own, so that its
+// closure's captures cost genericOp nothing).
+func startOpJob(c *ops.Context, id int, in []*tensor.Tensor, as []int64) int64 {
+	ins, attrs := forJob(in, as)
+	return startJob(c, nil, func(c *ops.Context) ([]*tensor.Tensor, error) {
+		t, err := ops.Call(c, id, ins, attrs)
+		if err != nil {
+			return nil, err
+		}
+		return []*tensor.Tensor{t}, nil
+	})
+}
+
+// forJob copies an op call's inputs and attributes for a job, which
+// outlives the call whose memory holds them, and marks the inputs kept:
+// the job may outlive the caller's handles (tensor.Recycle).
+func forJob(in []*tensor.Tensor, as []int64) ([]*tensor.Tensor, []int64) {
+	ins := append([]*tensor.Tensor(nil), in...)
+	for _, t := range ins {
+		if t != nil {
+			t.MarkKept()
+		}
+	}
+	return ins, append([]int64(nil), as...)
+}
+
+//export lucid_op
+func lucid_op(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int64_t, nAttrs C.int32_t,
+	mode C.int32_t, meta *C.int64_t) (rc C.int) {
+	defer recoverPanic(&rc)
+	t, job, err := genericOp(id, inputs, nInputs, attrs, nAttrs, mode)
+	switch {
+	case err != nil:
+	case job != 0:
+		*meta = C.int64_t(job) // meta[0]
+		return statusPending
+	default:
+		err = fillMeta(meta, t)
+	}
+	return status(err)
+}
+
 // maxOpOutputs bounds the outputs lucid_op_n and lucid_op_jvp describe.
 const maxOpOutputs = 4
 
-// opArgs reads the inputs (0 handles: absent), attributes and context of an
-// op call.
-func opArgs(inputs *C.int64_t, nInputs C.int32_t, attrs *C.int64_t, nAttrs C.int32_t, mode C.int32_t) (
-	*ops.Context, []*tensor.Tensor, []int64, error) {
+// opArgs reads an op call's context, inputs and attributes (lucid_op,
+// lucid_op_n, lucid_op_jvp): the one reader of the op-call arrays. The
+// inputs go into buf (no allocation); with absent, a 0 handle is an absent
+// (nil) input. The attributes alias the caller's memory, valid during the
+// call only: what outlives it (a job) copies them.
+func opArgs(buf *[maxOpInputs]*tensor.Tensor, absent bool, inputs *C.int64_t, nInputs C.int32_t,
+	attrs *C.int64_t, nAttrs C.int32_t, mode C.int32_t) (*ops.Context, []*tensor.Tensor, []int64, error) {
 	gateEnter()
 	c, err := contextOf(mode &^ C.LUCID_MODE_INTERRUPTIBLE)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if nInputs < 0 || nInputs > maxOpInputs {
-		return nil, nil, nil, errs.Valuef("invalid input array (%d handles)", int(nInputs))
-	}
-	in, err := getTensors(inputs, int(nInputs), true)
-	if err != nil {
-		return nil, nil, nil, err
+	if nInputs < 0 || nInputs > maxOpInputs || (nInputs > 0 && inputs == nil) {
+		return nil, nil, nil, errs.Valuef("invalid input array (%d handles at %p)", int(nInputs), inputs)
 	}
 	if nAttrs < 0 || nAttrs > maxOpAttrs || (nAttrs > 0 && attrs == nil) {
 		return nil, nil, nil, errs.Valuef("invalid attribute array (%d values at %p)", int(nAttrs), attrs)
 	}
+	in := buf[:nInputs]
+	if err := handles.tensorsInto(unsafe.Slice(inputs, int(nInputs)), in, absent); err != nil {
+		return nil, nil, nil, err
+	}
 	var as []int64
 	if nAttrs > 0 {
-		as = append(as, unsafe.Slice((*int64)(unsafe.Pointer(attrs)), int(nAttrs))...)
+		as = unsafe.Slice((*int64)(unsafe.Pointer(attrs)), int(nAttrs))
 	}
 	return c, in, as, nil
 }
@@ -124,7 +221,8 @@ func lucid_op_n(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int
 		}
 	}()
 	return status(func() error {
-		c, in, as, err := opArgs(inputs, nInputs, attrs, nAttrs, mode)
+		var buf [maxOpInputs]*tensor.Tensor
+		c, in, as, err := opArgs(&buf, true, inputs, nInputs, attrs, nAttrs, mode)
 		if err != nil {
 			return err
 		}
@@ -142,8 +240,9 @@ func lucid_op_n(id C.int32_t, inputs *C.int64_t, nInputs C.int32_t, attrs *C.int
 		}
 		if mode&C.LUCID_MODE_INTERRUPTIBLE != 0 && len(in) == 1 && in[0] != nil && in[0].Numel() >= longWork &&
 			isReduction(id) {
+			ins, attrs := forJob(in, as)
 			pending = startJob(c, given, func(c *ops.Context) ([]*tensor.Tensor, error) {
-				return ops.CallN(c, int(id), in, as, given)
+				return ops.CallN(c, int(id), ins, attrs, given)
 			})
 			return nil
 		}
@@ -163,7 +262,8 @@ func lucid_op_jvp(id C.int32_t, inputs, tangents *C.int64_t, nInputs C.int32_t, 
 	mode C.int32_t, meta *C.int64_t) (rc C.int) {
 	defer recoverPanic(&rc)
 	return status(func() error {
-		c, in, as, err := opArgs(inputs, nInputs, attrs, nAttrs, mode)
+		var buf [maxOpInputs]*tensor.Tensor
+		c, in, as, err := opArgs(&buf, true, inputs, nInputs, attrs, nAttrs, mode)
 		if err != nil {
 			return err
 		}
