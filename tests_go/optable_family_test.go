@@ -33,6 +33,10 @@ var familyRows = concatRows(
 	extremeRows("argmax", "", selMax, extremeCall{index: ops.Argmax}),
 	extremeRows("min", "MinBackward", selMin, extremeCall{both: ops.MinDim}),
 	extremeRows("max", "MaxBackward", selMax, extremeCall{both: ops.MaxDim}),
+	extremeRows("nanmin", "NanminBackward", selFMin, extremeCall{values: ops.Nanmin}),
+	extremeRows("nanmax", "NanmaxBackward", selFMax, extremeCall{values: ops.Nanmax}),
+	extremeRows("nanargmin", "", selFMin, extremeCall{index: ops.Nanargmin}),
+	extremeRows("nanargmax", "", selFMax, extremeCall{index: ops.Nanargmax}),
 )
 
 func concatRows(parts ...[]opInfo) []opInfo {

@@ -526,6 +526,20 @@ OPS = [
         "max", ops.max, "minmax_dim", extreme_ref(a_wins_max), np.max, _all, _same, True, True,
         grad_ref=extreme_grad_ref(a_wins_max), node="MaxBackward", selection=True, wins=a_wins_max, numpy_index_fn=np.argmax,
     ),
+    OpInfo(
+        "nanmin", ops.nanmin, "extreme", extreme_ref(a_wins_fmin), np.nanmin, _all, _same, True, True,
+        grad_ref=extreme_grad_ref(a_wins_fmin), node="NanminBackward", selection=True, wins=a_wins_fmin,
+    ),
+    OpInfo(
+        "nanmax", ops.nanmax, "extreme", extreme_ref(a_wins_fmax), np.nanmax, _all, _same, True, True,
+        grad_ref=extreme_grad_ref(a_wins_fmax), node="NanmaxBackward", selection=True, wins=a_wins_fmax,
+    ),
+    OpInfo(
+        "nanargmin", ops.nanargmin, "arg", arg_ref(a_wins_fmin), np.nanargmin, _all, lambda d: "int64", True, False, wins=a_wins_fmin, refuses_all_nan=True,
+    ),
+    OpInfo(
+        "nanargmax", ops.nanargmax, "arg", arg_ref(a_wins_fmax), np.nanargmax, _all, lambda d: "int64", True, False, wins=a_wins_fmax, refuses_all_nan=True,
+    ),
 ]
 OPS_BY_NAME = {o.name: o for o in OPS}
 #: public names that are another row's op object (NumPy's name for it)
