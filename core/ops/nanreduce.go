@@ -15,14 +15,14 @@ import (
 // position; nanargmin/nanargmax raise on an all-NaN slice, as NumPy does.
 var (
 	nanminOp = defineExtreme(extremeRecord{name: "nanmin", node: "NanminBackward", rule: backend.RuleFMin,
-		returns: extremeValues, numpy: []string{"nanmin"}, bridges: []string{"jax", "dask"},
+		returns: extremeValues, numpy: []string{"nanmin", "fmin.reduce"}, bridges: []string{"jax", "dask"},
 		doc: `The smallest element over dim, NaN ignored (NumPy's nanmin: fmin's rule folded).
 
 The result is each slice's first smallest non-NaN element (bits
 included), whose position gets the whole gradient; an all-NaN slice
 gives its first element's NaN, the gradient to its first position.`})
 	nanmaxOp = defineExtreme(extremeRecord{name: "nanmax", node: "NanmaxBackward", rule: backend.RuleFMax,
-		returns: extremeValues, numpy: []string{"nanmax"}, bridges: []string{"jax", "dask"},
+		returns: extremeValues, numpy: []string{"nanmax", "fmax.reduce"}, bridges: []string{"jax", "dask"},
 		doc: `The largest element over dim, NaN ignored: the mirror of nanmin.`})
 	nanargminOp = defineExtreme(extremeRecord{name: "nanargmin", rule: backend.RuleFMin, returns: extremeIndex,
 		numpy: []string{"nanargmin"}, bridges: []string{"jax", "dask"}, check: allNaNRefused,
