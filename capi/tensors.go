@@ -158,16 +158,32 @@ func lucid_scalar_int(v C.int64_t, exp C.int32_t, out *C.lucid_tensor_info) C.in
 	})
 }
 
-//export lucid_tensor_info_get
-func lucid_tensor_info_get(h C.int64_t, out *C.lucid_tensor_info) C.int {
+// onTensor runs fn on the tensor behind handle h as an export (call: a
+// status, panics recovered).
+func onTensor(h C.int64_t, fn func(t *tensor.Tensor) error) C.int {
 	return call(func() error {
 		t, err := getTensor(h)
 		if err != nil {
 			return err
 		}
+		return fn(t)
+	})
+}
+
+// withTensor is onTensor for an export that writes its result through out,
+// refused when NULL ("<what> pointer is NULL").
+func withTensor[P any](h C.int64_t, out *P, what string, fn func(t *tensor.Tensor) error) C.int {
+	return onTensor(h, func(t *tensor.Tensor) error {
 		if out == nil {
-			return errs.Valuef("output info pointer is NULL")
+			return errs.Valuef("%s pointer is NULL", what)
 		}
+		return fn(t)
+	})
+}
+
+//export lucid_tensor_info_get
+func lucid_tensor_info_get(h C.int64_t, out *C.lucid_tensor_info) C.int {
+	return withTensor(h, out, "output info", func(t *tensor.Tensor) error {
 		out.handle = h
 		fillInfo(out, t, true)
 		return nil
@@ -176,14 +192,7 @@ func lucid_tensor_info_get(h C.int64_t, out *C.lucid_tensor_info) C.int {
 
 //export lucid_tensor_view
 func lucid_tensor_view(h C.int64_t, out *C.lucid_tensor_info) C.int {
-	return call(func() error {
-		t, err := getTensor(h)
-		if err != nil {
-			return err
-		}
-		if out == nil {
-			return errs.Valuef("output info pointer is NULL")
-		}
+	return withTensor(h, out, "output info", func(t *tensor.Tensor) error {
 		v := t.Detach()
 		out.handle = C.int64_t(handles.put(v))
 		fillInfo(out, v, true)
@@ -193,14 +202,7 @@ func lucid_tensor_view(h C.int64_t, out *C.lucid_tensor_info) C.int {
 
 //export lucid_tensor_version
 func lucid_tensor_version(h C.int64_t, version *C.int64_t) C.int {
-	return call(func() error {
-		t, err := getTensor(h)
-		if err != nil {
-			return err
-		}
-		if version == nil {
-			return errs.Valuef("output version pointer is NULL")
-		}
+	return withTensor(h, version, "output version", func(t *tensor.Tensor) error {
 		*version = C.int64_t(t.Version())
 		return nil
 	})
@@ -229,45 +231,34 @@ func lucid_release_many(hs *C.int64_t, n C.int32_t) C.int {
 
 //export lucid_set_requires_grad
 func lucid_set_requires_grad(h C.int64_t, flag C.int32_t) C.int {
-	return call(func() error {
-		t, err := getTensor(h)
-		if err != nil {
-			return err
-		}
-		return t.SetRequiresGrad(flag != 0)
-	})
+	return onTensor(h, func(t *tensor.Tensor) error { return t.SetRequiresGrad(flag != 0) })
 }
 
 //export lucid_get_grad
 func lucid_get_grad(h C.int64_t, out *C.lucid_tensor_info) (rc C.int) {
 	defer recoverPanic(&rc)
-	g, err := gradOf(h)
-	defer releaseHold(g)
-	switch {
-	case err != nil:
-	case out == nil:
-		err = errs.Valuef("output info pointer is NULL")
-	case g == nil:
-		out.handle = 0
-	default:
-		err = fill(out, g)
-	}
-	return status(err)
+	return describeGrad(h, out, "output info", func() { out.handle = 0 }, func(g *tensor.Tensor) error { return fill(out, g) })
 }
 
 //export lucid_get_grad_meta
 func lucid_get_grad_meta(h C.int64_t, meta *C.int64_t) (rc C.int) {
 	defer recoverPanic(&rc)
+	return describeGrad(h, meta, "output meta", func() { *meta = 0 }, func(g *tensor.Tensor) error { return fillMeta(meta, g) })
+}
+
+// describeGrad describes the .grad of the tensor behind h through out (a
+// handle 0 when it has none: none), held while it is described.
+func describeGrad[P any](h C.int64_t, out *P, what string, none func(), describe func(g *tensor.Tensor) error) C.int {
 	g, err := gradOf(h)
 	defer releaseHold(g)
 	switch {
 	case err != nil:
-	case meta == nil:
-		err = errs.Valuef("output meta pointer is NULL")
+	case out == nil:
+		err = errs.Valuef("%s pointer is NULL", what)
 	case g == nil:
-		*meta = 0
+		none()
 	default:
-		err = fillMeta(meta, g)
+		err = describe(g)
 	}
 	return status(err)
 }
@@ -292,11 +283,7 @@ func releaseHold(g *tensor.Tensor) {
 
 //export lucid_set_grad
 func lucid_set_grad(h C.int64_t, g C.int64_t) C.int {
-	return call(func() error {
-		t, err := getTensor(h)
-		if err != nil {
-			return err
-		}
+	return onTensor(h, func(t *tensor.Tensor) error {
 		if g == 0 {
 			t.SetGrad(nil)
 			return nil
@@ -320,25 +307,12 @@ func lucid_set_grad(h C.int64_t, g C.int64_t) C.int {
 
 //export lucid_detach
 func lucid_detach(h C.int64_t, out *C.lucid_tensor_info) C.int {
-	return call(func() error {
-		t, err := getTensor(h)
-		if err != nil {
-			return err
-		}
-		return fill(out, t.Detach())
-	})
+	return onTensor(h, func(t *tensor.Tensor) error { return fill(out, t.Detach()) })
 }
 
 //export lucid_grad_fn
 func lucid_grad_fn(h C.int64_t, node *C.int64_t) C.int {
-	return call(func() error {
-		t, err := getTensor(h)
-		if err != nil {
-			return err
-		}
-		if node == nil {
-			return errs.Valuef("node pointer is NULL")
-		}
+	return withTensor(h, node, "node", func(t *tensor.Tensor) error {
 		fn, _ := t.GradFn()
 		*node = 0
 		if n := autograd.NodeOf(fn); n != nil {

@@ -399,6 +399,68 @@ func CheckSameShape(out *tensor.Tensor, ins ...*tensor.Tensor) error {
 	return nil
 }
 
+// Arith is the arithmetic op (Add, Sub, Mul, Div) applied to x and y in T:
+// the one statement of it the backends' element-by-element paths share
+// (Div is FloatOnly: an integer T never gets it). Other ops give 0.
+func Arith[T ~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~float32 | ~float64](
+	op BinaryOp, x, y T) T {
+	switch op {
+	case Add:
+		return x + y
+	case Sub:
+		return x - y
+	case Mul:
+		return x * y
+	case Div:
+		return x / y
+	}
+	return 0
+}
+
+// CheckUnary is CheckBinary for a unary op (Neg): the checks every
+// backend's Unary makes first.
+func CheckUnary(op UnaryOp, out, a *tensor.Tensor) error {
+	if err := CheckSameShape(out, a); err != nil {
+		return err
+	}
+	if err := CheckSameDtype(out, a); err != nil {
+		return err
+	}
+	if op != Neg {
+		return fmt.Errorf("unknown unary op %v", op)
+	}
+	return nil
+}
+
+// CheckBinary returns an error unless op is a binary op and out, a and b
+// have one shape and one dtype, a floating one for a FloatOnly op: the
+// checks every backend's Binary makes first.
+func CheckBinary(op BinaryOp, out, a, b *tensor.Tensor) error {
+	if err := CheckSameShape(out, a, b); err != nil {
+		return err
+	}
+	if err := CheckSameDtype(out, a, b); err != nil {
+		return err
+	}
+	switch dt := out.Dtype(); {
+	case !op.Valid():
+		return fmt.Errorf("unknown binary op %v", op)
+	case op.FloatOnly() && !dt.IsFloat():
+		return fmt.Errorf("%v kernel needs a floating dtype, got %v", op, dt)
+	}
+	return nil
+}
+
+// CheckScatter returns an error unless reduced is a keepdim reduction of
+// full in full's dtype: the shapes of Scatter (full out, reduced g) and
+// Gather (full x, reduced out).
+func CheckScatter(full, reduced *tensor.Tensor) error {
+	if err := CheckSumShape(reduced, full); err != nil {
+		return err
+	}
+	return CheckSameDtype(full, reduced)
+}
+
 // CheckSameDtype returns an error unless every tensor has the first one's dtype.
 func CheckSameDtype(ts ...*tensor.Tensor) error {
 	for _, t := range ts[1:] {

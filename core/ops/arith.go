@@ -10,19 +10,15 @@ import (
 
 // AddBackward: y = a + b; (g, g).
 var addOp = define(&spec{
-	OpSchema: OpSchema{Name: "add", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 2, Outputs: 1, Signature: SigBinary, NumPy: []string{"add"},
-		Doc: "a + b with broadcasting (bool + bool is logical or)."},
-	node: "AddBackward", kernel: backend.Add,
+	OpSchema: binarySchema("add", "add", "a + b with broadcasting (bool + bool is logical or)."),
+	node:     "AddBackward", kernel: backend.Add,
 	vjp: binaryVJP(func(c *Context, g, _, _ *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) { return g, g, nil }),
 })
 
 // SubBackward: y = a - b; (g, -g).
 var subOp = define(&spec{
-	OpSchema: OpSchema{Name: "sub", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 2, Outputs: 1, Signature: SigBinary, NumPy: []string{"subtract"},
-		Doc: "a - b with broadcasting."},
-	node: "SubBackward", kernel: backend.Sub,
+	OpSchema: binarySchema("sub", "subtract", "a - b with broadcasting."),
+	node:     "SubBackward", kernel: backend.Sub,
 	dtype: func(d dtype.Dtype) (dtype.Dtype, error) {
 		if d == dtype.Bool {
 			return d, errs.Typef("sub: subtraction of two bool tensors is not supported; use logical_xor")
@@ -35,12 +31,17 @@ var subOp = define(&spec{
 	}),
 })
 
+// binarySchema is the schema of a broadcasting binary op, NumPy's ufunc
+// numpy: version 1, Promote, deterministic.
+func binarySchema(name, numpy, doc string) OpSchema {
+	return OpSchema{Name: name, Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
+		Kind: Elementwise, Arity: 2, Outputs: 1, Signature: SigBinary, NumPy: []string{numpy}, Doc: doc}
+}
+
 // MulBackward: y = a * b; (g·b, g·a).
 var mulOp = define(&spec{
-	OpSchema: OpSchema{Name: "mul", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 2, Outputs: 1, Signature: SigBinary, NumPy: []string{"multiply"},
-		Doc: "a * b with broadcasting (bool * bool is logical and)."},
-	node: "MulBackward", kernel: backend.Mul, saves: savesInputs,
+	OpSchema: binarySchema("mul", "multiply", "a * b with broadcasting (bool * bool is logical and)."),
+	node:     "MulBackward", kernel: backend.Mul, saves: savesInputs,
 })
 
 // The vjps and jvps call the ops themselves, so they are attached in init
@@ -66,10 +67,8 @@ func mulGrad(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor
 // DivBackward: y = a / b (true division: integers give the default float);
 // (g / b, -g·a / b²).
 var divOp = define(&spec{
-	OpSchema: OpSchema{Name: "div", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 2, Outputs: 1, Signature: SigBinary, NumPy: []string{"true_divide"},
-		Doc: "a / b (true division: integers divide as floats) with broadcasting."},
-	node: "DivBackward", kernel: backend.Div, saves: savesInputs,
+	OpSchema: binarySchema("div", "true_divide", "a / b (true division: integers divide as floats) with broadcasting."),
+	node:     "DivBackward", kernel: backend.Div, saves: savesInputs,
 	dtype: func(d dtype.Dtype) (dtype.Dtype, error) {
 		if !d.IsFloat() {
 			return dtype.Default, nil

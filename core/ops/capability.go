@@ -40,51 +40,53 @@ func clamper(b backend.IBackend) backend.Clamper {
 // w and hi; each gradient and tangent follows the same two selections.
 type composedClamp struct{ b backend.IBackend }
 
-func (k composedClamp) Clamp(out, x, lo, hi *tensor.Tensor) error {
+// raised is maximum(x, lo) in a fresh tensor: the composition's first half.
+func (k composedClamp) raised(x, lo *tensor.Tensor) (*tensor.Tensor, error) {
 	w, err := tensor.Empty(x.Dtype(), x.ShapeRef())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := k.b.Binary(backend.Maximum, w, x, lo); err != nil {
+	return w, k.b.Binary(backend.Maximum, w, x, lo)
+}
+
+func (k composedClamp) Clamp(out, x, lo, hi *tensor.Tensor) error {
+	w, err := k.raised(x, lo)
+	if err != nil {
 		return err
 	}
 	return k.b.Binary(backend.Minimum, out, w, hi)
 }
 
 func (k composedClamp) ClampRoute(gx, glo, ghi, x, lo, hi, g *tensor.Tensor) error {
-	w, err := tensor.Empty(x.Dtype(), x.ShapeRef())
-	if err != nil {
-		return err
-	}
-	if err := k.b.Binary(backend.Maximum, w, x, lo); err != nil {
-		return err
-	}
-	gw, err := tensor.Empty(g.Dtype(), g.ShapeRef())
-	if err != nil {
-		return err
-	}
-	s := selector(k.b)
-	if err := s.Route(backend.RuleMin, gw, ghi, w, hi, g); err != nil {
-		return err
-	}
-	return s.Route(backend.RuleMax, gx, glo, x, lo, gw)
+	return k.twoSelections(x, lo, g, func(s backend.Selector, w, gw *tensor.Tensor) error {
+		if err := s.Route(backend.RuleMin, gw, ghi, w, hi, g); err != nil {
+			return err
+		}
+		return s.Route(backend.RuleMax, gx, glo, x, lo, gw)
+	})
 }
 
 func (k composedClamp) ClampSelect(out, x, lo, hi, dx, dlo, dhi *tensor.Tensor) error {
-	w, err := tensor.Empty(x.Dtype(), x.ShapeRef())
+	return k.twoSelections(x, lo, out, func(s backend.Selector, w, dw *tensor.Tensor) error {
+		if err := s.Select(backend.RuleMax, dw, x, lo, dx, dlo); err != nil {
+			return err
+		}
+		return s.Select(backend.RuleMin, out, w, hi, dw, dhi)
+	})
+}
+
+// twoSelections runs the two selections of a clamp gradient or tangent:
+// with w = maximum(x, lo) and mid, a fresh tensor like like (the gradient
+// or tangent between the two selections).
+func (k composedClamp) twoSelections(x, lo, like *tensor.Tensor,
+	steps func(s backend.Selector, w, mid *tensor.Tensor) error) error {
+	w, err := k.raised(x, lo)
 	if err != nil {
 		return err
 	}
-	if err := k.b.Binary(backend.Maximum, w, x, lo); err != nil {
-		return err
-	}
-	dw, err := tensor.Empty(out.Dtype(), out.ShapeRef())
+	mid, err := tensor.Empty(like.Dtype(), like.ShapeRef())
 	if err != nil {
 		return err
 	}
-	s := selector(k.b)
-	if err := s.Select(backend.RuleMax, dw, x, lo, dx, dlo); err != nil {
-		return err
-	}
-	return s.Select(backend.RuleMin, out, w, hi, dw, dhi)
+	return steps(selector(k.b), w, mid)
 }

@@ -153,28 +153,24 @@ func init() {
 // dims), the first NaN where there is one; keepdim keeps reduced dims as 1.
 // Its gradient goes whole to the winner's position.
 func Amin(c *Context, x *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor, error) {
-	out, _, err := extreme(ctxOr(c), aminOp, x, dims, keepdim)
-	return first(out, err)
+	return one(c, aminOp, x, dims, keepdim)
 }
 
 // Amax is Amin's mirror: the largest element, the first NaN where there is
 // one.
 func Amax(c *Context, x *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor, error) {
-	out, _, err := extreme(ctxOr(c), amaxOp, x, dims, keepdim)
-	return first(out, err)
+	return one(c, amaxOp, x, dims, keepdim)
 }
 
 // Argmin returns the int64 position of Amin's winner along dim, or its flat
 // index when dim is nil (NumPy's argmin, NaN included).
 func Argmin(c *Context, x *tensor.Tensor, dim *int, keepdim bool) (*tensor.Tensor, error) {
-	out, _, err := extreme(ctxOr(c), argminOp, x, dimList(dim), keepdim)
-	return first(out, err)
+	return one(c, argminOp, x, dimList(dim), keepdim)
 }
 
 // Argmax returns the int64 position of Amax's winner (see Argmin).
 func Argmax(c *Context, x *tensor.Tensor, dim *int, keepdim bool) (*tensor.Tensor, error) {
-	out, _, err := extreme(ctxOr(c), argmaxOp, x, dimList(dim), keepdim)
-	return first(out, err)
+	return one(c, argmaxOp, x, dimList(dim), keepdim)
 }
 
 // MinDim returns Amin over dim and the int64 positions of the winners along
@@ -196,7 +192,9 @@ func MaxDim(c *Context, x *tensor.Tensor, dim int, keepdim bool) (values, indice
 	return out[0], out[1], nil
 }
 
-func first(out []*tensor.Tensor, err error) (*tensor.Tensor, error) {
+// one is the one output of the selecting reduction s (Amin, Nanargmax, ...).
+func one(c *Context, s *spec, x *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor, error) {
+	out, _, err := extreme(ctxOr(c), s, x, dims, keepdim)
 	if err != nil {
 		return nil, err
 	}

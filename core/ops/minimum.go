@@ -60,16 +60,16 @@ var fmaxOp = defineSelecting("fmax", "FmaxBackward", backend.FMax,
 // the gradient and tangent of k's rule; NumPy's ufunc of the same name.
 func defineSelecting(name, node string, k backend.BinaryOp, doc string) *spec {
 	r, _ := k.Rule()
+	schema := binarySchema(name, name, doc)
+	schema.Rule, schema.Bridges = r.String(), allBridges
 	return define(&spec{
-		OpSchema: OpSchema{Name: name, Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-			Kind: Elementwise, Arity: 2, Outputs: 1, Signature: SigBinary, Rule: r.String(),
-			NumPy: []string{name}, Bridges: allBridges, Doc: doc},
-		node:   node,
-		kernel: k,
-		rule:   r,
-		saves:  savesInputs,
-		vjp:    selectionVJP(r),
-		jvp:    selectionJVP(r),
+		OpSchema: schema,
+		node:     node,
+		kernel:   k,
+		rule:     r,
+		saves:    savesInputs,
+		vjp:      selectionVJP(r),
+		jvp:      selectionJVP(r),
 	})
 }
 

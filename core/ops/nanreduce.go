@@ -53,26 +53,22 @@ func allNaNRefused(s *spec, x, vals, _ *tensor.Tensor) error {
 // (nil: all dims); an all-NaN slice gives its first element's NaN. Its
 // gradient goes whole to the winner's position (NumPy's nanmin).
 func Nanmin(c *Context, x *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor, error) {
-	out, _, err := extreme(ctxOr(c), nanminOp, x, dims, keepdim)
-	return first(out, err)
+	return one(c, nanminOp, x, dims, keepdim)
 }
 
 // Nanmax is Nanmin's mirror: the largest non-NaN element.
 func Nanmax(c *Context, x *tensor.Tensor, dims []int, keepdim bool) (*tensor.Tensor, error) {
-	out, _, err := extreme(ctxOr(c), nanmaxOp, x, dims, keepdim)
-	return first(out, err)
+	return one(c, nanmaxOp, x, dims, keepdim)
 }
 
 // Nanargmin returns the int64 position of Nanmin's winner along dim, or its
 // flat index when dim is nil (NumPy's nanargmin); an all-NaN slice is a
 // Value error.
 func Nanargmin(c *Context, x *tensor.Tensor, dim *int, keepdim bool) (*tensor.Tensor, error) {
-	out, _, err := extreme(ctxOr(c), nanargminOp, x, dimList(dim), keepdim)
-	return first(out, err)
+	return one(c, nanargminOp, x, dimList(dim), keepdim)
 }
 
 // Nanargmax returns the int64 position of Nanmax's winner (see Nanargmin).
 func Nanargmax(c *Context, x *tensor.Tensor, dim *int, keepdim bool) (*tensor.Tensor, error) {
-	out, _, err := extreme(ctxOr(c), nanargmaxOp, x, dimList(dim), keepdim)
-	return first(out, err)
+	return one(c, nanargmaxOp, x, dimList(dim), keepdim)
 }

@@ -347,17 +347,10 @@ def call1(op: int, ins: Tuple[Optional["Tensor"], ...], attrs: Optional[Sequence
     """The one output of op on ins (Tensors; None: an absent optional input)
     with attrs: forward mode's tangents pushed when a level is open, out=
     written and returned; nograd records no graph whatever the mode."""
-    if _lib._forked:
-        _lib.check_fork()
-    if _interrupted:
-        reraise_interrupt()
-    if forward_levels[0] and fw.level is not None:
-        if out is None:
-            r = jvp_op(op, ins, attrs or (), 1)
-            if r is not None:
-                return r[0]
-        else:
-            _refuse_out_with_tangents(op, ins, out)
+    if _lib._forked or _interrupted or forward_levels[0]:
+        r = _entry(op, ins, attrs or (), out, 1)
+        if r is not None:
+            return r[0]
     return native_call(op, ins, attrs, out, 1, nograd)
 
 
@@ -367,18 +360,26 @@ def call_op(op: int, ins: Sequence[Optional["Tensor"]], attrs: Sequence[int], ou
     Returns the outputs: where out gave one, that very object."""
     if nout == 1:
         return [call1(op, tuple(ins), attrs, out)]
+    r = _entry(op, ins, attrs, out, nout)
+    if r is not None:
+        return r
+    return list(native_call(op, tuple(ins), attrs, out, nout, False))
+
+
+def _entry(op: int, ins: Sequence[Optional["Tensor"]], attrs: Sequence[int], out: Any, nout: int) -> Optional[List[Any]]:
+    """What every op call checks first: a forked child raises, a pending
+    interrupt is raised, and in an open forward-mode level the op runs with
+    its tangents (the outputs returned; out= with a tangent is refused).
+    None: the plain native call follows."""
     if _lib._forked:
         _lib.check_fork()
     if _interrupted:
         reraise_interrupt()
     if forward_levels[0] and fw.level is not None:
         if out is None:
-            r = jvp_op(op, ins, attrs, nout)
-            if r is not None:
-                return r
-        else:
-            _refuse_out_with_tangents(op, ins, out)
-    return list(native_call(op, tuple(ins), attrs, out, nout, False))
+            return jvp_op(op, ins, attrs, nout)
+        _refuse_out_with_tangents(op, ins, out)
+    return None
 
 
 def _refuse_out_with_tangents(op: int, ins: Sequence[Optional["Tensor"]], out: Any) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-from typing import Any, Dict, List, NoReturn, Optional
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple
 
 from ._cdef import cdef as _cdef
 
@@ -189,6 +189,37 @@ def schema_table() -> List[Dict[str, Any]]:
         table: List[Dict[str, Any]] = json.loads(ffi.string(buf).decode())
         _schema_table = sorted(table, key=lambda s: int(s["id"]))
     return _schema_table
+
+
+def bridge_records(bridge: str) -> List[Dict[str, Any]]:
+    """The records of the ops a framework bridge offers ("torch", "jax",
+    "dask": the op record's Bridges)."""
+    return [s for s in schema_table() if bridge in s["bridges"]]
+
+
+def publish(namespace: Dict[str, Any], records: List[Dict[str, Any]], forms: Dict[str, Callable[[str], Any]],
+            doc: str) -> List[str]:
+    """Define a bridge's functions in namespace (its module's globals) from
+    records: one function per record, made by the form of its signature,
+    named after the op and its aliases, documented by doc (a format taking
+    the op's name and the record's doc). Returns the names defined."""
+    names: List[str] = []
+    for s in records:
+        f = forms[s["signature"]](s["name"])
+        f.__name__ = f.__qualname__ = s["name"]
+        f.__doc__ = doc % (s["name"], s["doc"])
+        for n in [s["name"]] + list(s["aliases"]):
+            namespace[n] = f
+            names.append(n)
+    return names
+
+
+def clamp_operands(name: str, x: Any, lo: Any, hi: Any) -> Tuple[List[Any], Tuple[bool, bool]]:
+    """A bridge's clamp(x, min, max) operands: x and the bounds given, and
+    which bounds were given; both None is a ValueError, as pylucid's."""
+    if lo is None and hi is None:
+        raise ValueError("%s: at least one of min and max must not be None" % name)
+    return [x] + [b for b in (lo, hi) if b is not None], (lo is not None, hi is not None)
 
 
 def op_id(name: str) -> int:

@@ -96,7 +96,7 @@ Key = Tuple[Any, ...]
 # bridges), each in the form its signature says; a selecting reduction's
 # positions come from the arg op of the same rule (amin: argmin, nanmin:
 # nanargmin).
-_RECORDS = [s for s in _lib.schema_table() if "dask" in s["bridges"]]
+_RECORDS = _lib.bridge_records("dask")
 _ARG_OF = {v["name"]: a["name"] for v in _RECORDS if v["signature"] == "reduction"
            for a in _lib.schema_table() if a["signature"] == "arg" and a["rule"] == v["rule"]}
 _VALUES_OF = {a: v for v, a in _ARG_OF.items()}
@@ -426,10 +426,8 @@ def _binary_fn(name: str) -> Callable[..., da.Array]:
 
 def _clamp_fn(name: str) -> Callable[..., da.Array]:
     def fn(x: ArrayLike, min: Optional[ArrayLike] = None, max: Optional[ArrayLike] = None) -> da.Array:
-        if min is None and max is None:
-            raise ValueError("%s: at least one of min and max must not be None" % name)
-        operands = [x] + [b for b in (min, max) if b is not None]
-        return _elementwise((name, min is not None, max is not None), name, operands)
+        operands, given = _lib.clamp_operands(name, x, min, max)
+        return _elementwise((name,) + given, name, operands)
 
     return fn
 
@@ -451,16 +449,9 @@ def _arg_fn(name: str) -> Callable[..., da.Array]:
 _FORMS: Dict[str, Callable[[str], Callable[..., da.Array]]] = {
     "binary": _binary_fn, "clamp": _clamp_fn, "reduction": _reduction_fn, "arg": _arg_fn}
 
-__all__ = ["grad"]
-for _s in _RECORDS:
-    _f = _FORMS[_s["signature"]](_s["name"])
-    _f.__name__ = _f.__qualname__ = _s["name"]
-    _f.__doc__ = ("``da.%s`` with pylucid's rule, chunk by chunk (Dask's argument names: ``x1, x2``; "
-                  "``a, axis, keepdims, split_every``; ``x, min, max``).\n\n%s" % (_s["name"], _s["doc"]))
-    for _n in [_s["name"]] + list(_s["aliases"]):
-        globals()[_n] = _f
-        __all__.append(_n)
-del _s, _f, _n
+__all__ = ["grad"] + _lib.publish(globals(), _RECORDS, _FORMS, (
+    "``da.%s`` with pylucid's rule, chunk by chunk (Dask's argument names: ``x1, x2``; "
+    "``a, axis, keepdims, split_every``; ``x, min, max``).\n\n%s"))
 
 
 def __getattr__(name: str) -> Callable[..., da.Array]:

@@ -91,7 +91,7 @@ from .tensor import Tensor, from_numpy
 
 # The ops this bridge offers are the records that list it ("jax" in their
 # bridges), each in the form its signature says.
-_RECORDS = [s for s in _lib.schema_table() if "jax" in s["bridges"]]
+_RECORDS = _lib.bridge_records("jax")
 _SIGNATURE = {s["name"]: s["signature"] for s in _RECORDS}
 
 ArrayLike = Any
@@ -381,10 +381,8 @@ def _binary_fn(name: str) -> Callable[..., jax.Array]:
 
 def _clamp_fn(name: str) -> Callable[..., jax.Array]:
     def fn(x: ArrayLike, min: Optional[ArrayLike] = None, max: Optional[ArrayLike] = None) -> jax.Array:
-        if min is None and max is None:
-            raise ValueError("%s: at least one of min and max must not be None" % name)
-        operands = [x] + [b for b in (min, max) if b is not None]
-        return _elementwise(name, name, operands, (min is not None, max is not None))
+        operands, given = _lib.clamp_operands(name, x, min, max)
+        return _elementwise(name, name, operands, given)
 
     return fn
 
@@ -406,16 +404,9 @@ def _arg_fn(name: str) -> Callable[..., jax.Array]:
 _FORMS: dict[str, Callable[[str], Callable[..., jax.Array]]] = {
     "binary": _binary_fn, "clamp": _clamp_fn, "reduction": _reduction_fn, "arg": _arg_fn}
 
-__all__: list[str] = []
-for _s in _RECORDS:
-    _f = _FORMS[_s["signature"]](_s["name"])
-    _f.__name__ = _f.__qualname__ = _s["name"]
-    _f.__doc__ = ("``jnp.%s`` with pylucid's rule (jnp's argument names: ``x1, x2``; ``a, axis, keepdims``; "
-                  "``x, min, max``).\n\n%s" % (_s["name"], _s["doc"]))
-    for _n in [_s["name"]] + list(_s["aliases"]):
-        globals()[_n] = _f
-        __all__.append(_n)
-del _s, _f, _n
+__all__: list[str] = _lib.publish(globals(), _RECORDS, _FORMS, (
+    "``jnp.%s`` with pylucid's rule (jnp's argument names: ``x1, x2``; ``a, axis, keepdims``; "
+    "``x, min, max``).\n\n%s"))
 
 
 def __getattr__(name: str) -> Callable[..., jax.Array]:

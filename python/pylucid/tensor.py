@@ -12,7 +12,7 @@ from . import _lib
 from ._lib import ffi, lib, raise_status
 from ._state import state
 from . import _scalars
-from .dtypes import BY_CODE, DTypeLike, as_dtype, bfloat16, bool_, dtype, float32, float64, from_numpy_dtype
+from .dtypes import BY_CODE, DTypeLike, as_dtype, bfloat16, bool_, dtype, float32, from_numpy_dtype
 
 # The runtime layer (_runtime.py): the C path or the fallback, handles'
 # release, lent memory, the release queues, the Function registry, op ids;
@@ -21,196 +21,27 @@ from .dtypes import BY_CODE, DTypeLike, as_dtype, bfloat16, bool_, dtype, float3
 from ._runtime import ADD, CAST, COPY, DIV, MAXIMUM, MEAN, MINIMUM, MUL, NEG, SUB, SUM  # noqa: F401
 from ._runtime import _dead, _hot, drain, flush_released, functions  # noqa: F401
 from ._runtime import Releaser, _borrowed, _dead_lock, _tokens, records  # noqa: F401
-from . import _calls
+from . import _calls, _convert
 from ._calls import _PENDING, _out_descs, call1, call_op, from_handle, out_desc, out_desc_address  # noqa: F401
 from ._calls import wrap_info as _wrap  # noqa: F401
 from ._forward import forward_levels, set_forward_level, tangent_of  # noqa: F401
 from ._forward import fw as _fw  # noqa: F401
-
-
-# ---- conversions ----
-
-
-def from_numpy(arr: np.ndarray, requires_grad: bool = False) -> "Tensor":
-    """A tensor sharing memory with ``arr`` (no copy), whatever its strides.
-
-    Read-only arrays are accepted: the library never writes into an input.
-    Byte-swapped arrays, and arrays whose strides are not a multiple of the
-    item size, are converted (copied) first.
-    """
-    if _hot is not None and type(arr) is np.ndarray:
-        t = _hot_from_ndarray(arr)  # the common case in C (python/csrc); None: the conversions below
-        if t is not None:
-            if requires_grad:
-                t.requires_grad_(True)
-            return t  # type: ignore[no-any-return]
-    _lib.check_fork()
-    if not isinstance(arr, np.ndarray):
-        raise TypeError("from_numpy expects a numpy.ndarray, got %s" % type(arr).__name__)
-    dt = from_numpy_dtype(arr.dtype)
-    if arr.dtype.byteorder not in ("=", "|"):
-        arr = arr.astype(arr.dtype.newbyteorder("="))
-    if arr.dtype == np.bool_ and arr.size and arr.view(np.uint8).max() > 1:
-        arr = arr.view(np.uint8) != 0  # bytes other than 0/1 (np.frombuffer): canonical bools
-    isz = arr.itemsize
-    strides = arr.strides
-    if any(s % isz for s in strides):
-        arr = np.ascontiguousarray(arr)
-        strides = arr.strides
-    nd = arr.ndim
-    if nd > lib.LUCID_MAX_DIMS:
-        raise ValueError("arrays with more than %d dims are not supported" % lib.LUCID_MAX_DIMS)
-    ptr, readonly = arr.__array_interface__["data"]
-    t = borrow(ptr, dt, arr.shape, [s // isz for s in strides], readonly, arr)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
-def borrow(data: int, dt: dtype, shape: Sequence[int], strides: Sequence[int], readonly: bool, owner: Any) -> "Tensor":
-    """A tensor over memory the caller lends: element [0,...,0] at address
-    data, strides in elements. owner is kept alive until the library hands
-    the token back (drain); the library is given the lowest address the view
-    touches and the span of bytes it covers (lucid.h, lucid_tensor_borrow)."""
-    return _calls.lend(data, dt.code, dt.itemsize, shape, strides, readonly, owner)
-
-
-def _scalar(x: Union[bool, int, float]) -> "Tensor":
-    """A weak 0-d tensor for a Python bool, int or float operand of a binary
-    op (docs/dtypes.md): the op converts it to its result dtype, an int
-    exactly (OverflowError where it does not fit)."""
-    if isinstance(x, int) and not isinstance(x, bool) and not _INT64_MIN <= x <= _INT64_MAX:
-        return _calls.scalar_int(*_scalars.int_parts(x))
-    return _calls.scalar(x if isinstance(x, (bool, int)) else float(x))
-
-
-_INT64_MIN, _INT64_MAX = _scalars.INT64_MIN, _scalars.INT64_MAX
-
-
-def _operand(x: Any) -> "Tensor":
-    """A binary op's operand: Python bool/int/float are weak scalars; NumPy
-    scalars (np.float64 too, although it subclasses float), arrays and
-    tensors are strong (as_tensor)."""
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
-        return _scalar(x)
-    return as_tensor(x)
-
-
-def as_tensor(x: Any) -> "Tensor":
-    """Tensors pass through; NumPy arrays are shared; NumPy scalars keep
-    their dtype; a lone Python number becomes a tensor of its category's
-    default dtype (bool, int64, float32), and so do Python lists, as
-    :func:`tensor`; other array-likes are converted by NumPy."""
-    if isinstance(x, Tensor):
-        return x
-    if isinstance(x, np.ndarray):
-        return from_numpy(x)
-    if isinstance(x, np.generic):
-        return from_numpy(np.asarray(x))
-    if isinstance(x, (bool, int, float, list, tuple)):
-        return tensor(x)  # Python ints convert exactly
-    if isinstance(x, complex):
-        raise TypeError("pylucid does not support complex numbers")
-    return from_numpy(np.asarray(x))  # an array-like keeps its dtype, as an array
-
-
-_F32_MAX = float(np.finfo(np.float32).max)
-
-
-def gradient_operand(g: Any, output: "Tensor") -> Any:
-    """g, given as the gradient of output, as backward takes it: a Python
-    number (weak, docs/dtypes.md) becomes output's floating dtype, rounded
-    once, as a 0-d NumPy array for float32/float64 (lent to the C path
-    without a copy) or a tensor; anything else is returned as it is."""
-    t = type(g)
-    if t is not float and t is not int:
-        return g
-    d = output._dtype
-    if (d is float64 or d is float32) and (t is float or -2**53 <= g <= 2**53):  # exact as a double
-        if d is float64 or abs(g) <= _F32_MAX:
-            return np.array(g, dtype=np.float32 if d is float32 else np.float64)  # one rounding
-        with np.errstate(over="ignore"):  # past float32's range: ±inf (NaN stays NaN)
-            return np.array(g, dtype=np.float32)
-    if d.is_floating_point:
-        return tensor(g, dtype=d)  # big ints (exact), float16/bfloat16 (rounded once)
-    return as_tensor(g)  # a gradient for an integer output: the engine raises
-
-
-def tensor(data: Any, dtype: Optional[DTypeLike] = None, requires_grad: bool = False) -> "Tensor":
-    """A new tensor holding a copy of ``data``.
-
-    NumPy arrays keep their dtype; Python floats default to float32, ints to
-    int64, bools to bool (PyTorch's defaults). With ``dtype`` the values are
-    converted straight to it, rounding once (``tensor([0.1],
-    dtype=pylucid.float64)`` holds exactly 0.1); float16 and bfloat16 need no
-    ml_dtypes.
-    """
-    _lib.check_fork()
-    want = as_dtype(dtype) if dtype is not None else None
-    if isinstance(data, Tensor):
-        src = data.detach()
-        out = src.to(want) if want is not None and want is not src.dtype else _copy(src)
-    else:
-        if isinstance(data, np.ndarray) or isinstance(data, np.generic):
-            arr = np.array(data, copy=True)
-        else:
-            arr, want = _from_python(data, want)
-        from_numpy_dtype(arr.dtype)  # raises TypeError naming an unsupported dtype
-        if want is not None and want.is_floating_point and want.itemsize == 2:
-            # float16/bfloat16: the library's cast rounds once, from the source
-            # dtype (ml_dtypes rounds float64 to bfloat16 through float32), and
-            # needs no ml_dtypes.
-            out = from_numpy(np.array(arr, order="C")).to(want)
-        else:
-            if want is not None:
-                arr = arr.astype(want.numpy_dtype)
-            out = from_numpy(np.array(arr, order="C"))  # a private copy; keeps 0-d shapes
-    if requires_grad:
-        out.requires_grad_(True)
-    return out
-
-
-def _from_python(data: Any, want: Optional[dtype]) -> Tuple[np.ndarray, Optional[dtype]]:
-    """Python data (numbers, nested lists) as an array for tensor(), and the
-    dtype to convert it to. Python ints convert exactly (docs/dtypes.md):
-    NumPy's own conversion can hold one past int64 in uint64, object or
-    float64 (``[-1, 2**63]``), and rounds ints past 2**53 through float64."""
-    try:
-        arr = np.array(data)
-    except OverflowError:  # e.g. a float and an int past float64's range
-        arr = np.array(data, dtype=object)
-    kind = arr.dtype.kind
-    if kind == "O" or kind == "u":
-        # Python ints past int64 (as uint64 or objects), or unsupported
-        # objects, which exact_array rejects.
-        return _scalars.exact_array(data, want)
-    if arr.dtype == np.float64:
-        big = np.abs(arr) >= 2.0**53  # ints here may have been rounded through float64
-        if big.any() and (want is not float64 or (np.abs(arr[big]) >= 2.0**63).any()):
-            return _scalars.exact_array(data, want)
-        if want is None:
-            arr = arr.astype(np.float32)  # Python floats: the default float dtype
-    elif kind == "i" and want is not None and not want.is_floating_point and want is not bool_ and arr.size:
-        _scalars.check_int_range(int(arr.min()), int(arr.max()), want)  # no wrap-around
-    return arr, want
-
-
-def _copy(t: "Tensor") -> "Tensor":
-    """A private contiguous copy with the same bits (-0.0 and NaN payloads
-    kept), outside any graph, so the new tensor never aliases t."""
-    _lib.check_fork()
-    return call1(COPY, (t,), None, None, True)  # type: ignore[no-any-return]
-
-
-def zeros(shape: Union[int, Sequence[int]], dtype: DTypeLike = float32) -> "Tensor":
-    """A new zero-filled tensor. ``shape`` is an int or a sequence of ints
-    (NumPy integers too; a float raises TypeError, as in NumPy)."""
-    _lib.check_fork()
-    dims = tuple(_scalars.index_list(shape, "shape"))
-    for d in dims:
-        if not -(2**63) <= d < 2**63:
-            raise ValueError("dimension %d of shape %s does not fit in int64" % (d, dims))
-    return _calls.tensor_new(as_dtype(dtype).code, dims)
+# The conversions (_convert.py), also importable from here.
+from ._convert import (
+    _F32_MAX as _F32_MAX,
+    _INT64_MAX as _INT64_MAX,
+    _INT64_MIN as _INT64_MIN,
+    _copy as _copy,
+    _from_python as _from_python,
+    _operand as _operand,
+    _scalar as _scalar,
+    as_tensor as as_tensor,
+    borrow as borrow,
+    from_numpy as from_numpy,
+    gradient_operand as gradient_operand,
+    tensor as tensor,
+    zeros as zeros,
+)
 
 
 class _ArrayHolder:
@@ -700,6 +531,9 @@ class Tensor(_TensorBase):
     def __dlpack_device__(self) -> Tuple[int, int]:
         """``(kDLCPU, 0)``: pylucid tensors live in host memory."""
         return (lib.LUCID_DL_CPU, 0)
+
+
+setattr(_convert, "Tensor", Tensor)  # the conversions make and recognise Tensors
 
 
 class _Late:

@@ -333,13 +333,7 @@ func runs(it *tensor.Iter, ops *operands, start, end int, fn func(p unsafe.Point
 	var cur tensor.RowCursor
 	cur.Seek(it, rs)
 	for row := rs; row < re; row++ {
-		c0, c1 := 0, inner
-		if row == rs {
-			c0 = start - rs*inner
-		}
-		if row == re-1 {
-			c1 = end - row*inner
-		}
+		c0, c1 := rowSpan(row, rs, re, inner, start, end)
 		fn(unsafe.Add(ops.base[0], cur.Offs[0]*sz+c0*st), st, c1-c0, row*inner+c0)
 		if row+1 < re {
 			cur.Next(it)

@@ -69,18 +69,7 @@ func arith[T native](op backend.BinaryOp) segFunc {
 		}
 		for i := 0; i < s.n; i++ {
 			x, y := *(*T)(s.at(1, i)), *(*T)(s.at(2, i))
-			var v T
-			switch op {
-			case backend.Add:
-				v = x + y
-			case backend.Sub:
-				v = x - y
-			case backend.Mul:
-				v = x * y
-			case backend.Div:
-				v = x / y
-			}
-			*(*T)(s.at(0, i)) = v
+			*(*T)(s.at(0, i)) = backend.Arith(op, x, y)
 		}
 	}
 }
@@ -174,19 +163,10 @@ func normaliseBool(k segFunc) segFunc {
 
 // Binary implements backend.IBackend.
 func (b *Backend) Binary(op backend.BinaryOp, out, a, bb *tensor.Tensor) error {
-	if err := backend.CheckSameShape(out, a, bb); err != nil {
-		return err
-	}
-	if err := backend.CheckSameDtype(out, a, bb); err != nil {
+	if err := backend.CheckBinary(op, out, a, bb); err != nil {
 		return err
 	}
 	dt := out.Dtype()
-	switch {
-	case !op.Valid():
-		return fmt.Errorf("unknown binary op %v", op)
-	case op.FloatOnly() && !dt.IsFloat():
-		return fmt.Errorf("%v kernel needs a floating dtype, got %v", op, dt)
-	}
 	var k segFunc
 	if dt.Valid() {
 		k = binaryKernels[op][dt]
@@ -231,14 +211,8 @@ func buildNeg(dt dtype.Dtype) segFunc {
 
 // Unary implements backend.IBackend.
 func (b *Backend) Unary(op backend.UnaryOp, out, a *tensor.Tensor) error {
-	if err := backend.CheckSameShape(out, a); err != nil {
+	if err := backend.CheckUnary(op, out, a); err != nil {
 		return err
-	}
-	if err := backend.CheckSameDtype(out, a); err != nil {
-		return err
-	}
-	if op != backend.Neg {
-		return fmt.Errorf("unknown unary op %v", op)
 	}
 	var k segFunc
 	if dt := out.Dtype(); dt.Valid() {

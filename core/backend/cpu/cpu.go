@@ -191,13 +191,7 @@ func segments(it *tensor.Iter, ops *operands, start, end int, k segFunc) {
 		s.s[o] = it.InnerStride(o) * ops.sizes[o]
 	}
 	for row := rs; row < re; row++ {
-		c0, c1 := 0, inner
-		if row == rs {
-			c0 = start - rs*inner
-		}
-		if row == re-1 {
-			c1 = end - row*inner
-		}
+		c0, c1 := rowSpan(row, rs, re, inner, start, end)
 		for c := c0; c < c1; c += maxSeg {
 			for o := 0; o < ops.nops; o++ {
 				s.p[o] = unsafe.Add(ops.base[o], cur.Offs[o]*ops.sizes[o]+c*s.s[o])
@@ -309,4 +303,17 @@ func (b *Backend) flatParallel(k segFunc, base seg, nops, n int) {
 // takes the Iter by value: the goroutines share a heap copy).
 func (b *Backend) planParallel(k segFunc, it tensor.Iter, ops operands, n int) {
 	b.parallel(n, (n+Chunk-1)/Chunk, func(c int) { segments(&it, &ops, c*Chunk, min(n, (c+1)*Chunk), k) })
+}
+
+// rowSpan is the part [c0, c1) of row (of inner elements, one of the rows
+// rs..re-1 a block [start, end) of flat positions covers) inside the block.
+func rowSpan(row, rs, re, inner, start, end int) (c0, c1 int) {
+	c0, c1 = 0, inner
+	if row == rs {
+		c0 = start - rs*inner
+	}
+	if row == re-1 {
+		c1 = end - row*inner
+	}
+	return c0, c1
 }

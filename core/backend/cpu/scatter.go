@@ -60,10 +60,7 @@ func checkIndex(idx, keep *tensor.Tensor, r int) ([]int64, *tensor.Tensor, error
 // Scatter implements backend.IBackend: out is zeroed, then each slice's
 // winner gets its g.
 func (b *Backend) Scatter(out, g, idx *tensor.Tensor) error {
-	if err := backend.CheckSumShape(g, out); err != nil {
-		return err
-	}
-	if err := backend.CheckSameDtype(out, g); err != nil {
+	if err := backend.CheckScatter(out, g); err != nil {
 		return err
 	}
 	nOut := g.Numel()
@@ -107,10 +104,7 @@ func (b *Backend) Scatter(out, g, idx *tensor.Tensor) error {
 
 // Gather implements backend.IBackend.
 func (b *Backend) Gather(out, x, idx *tensor.Tensor) error {
-	if err := backend.CheckSumShape(out, x); err != nil {
-		return err
-	}
-	if err := backend.CheckSameDtype(out, x); err != nil {
+	if err := backend.CheckScatter(x, out); err != nil {
 		return err
 	}
 	nOut := out.Numel()

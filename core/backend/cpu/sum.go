@@ -123,17 +123,7 @@ func sumAll[A accum](b *Backend, out, a *tensor.Tensor, nz A, store func(dtype.D
 	// is 1 and a is not), so each output's elements are one contiguous range
 	// of the iteration in row-major order.
 	var permBuf [tensor.MaxDims]int
-	perm := permBuf[:0]
-	for d := 0; d < a.Ndim(); d++ {
-		if out.Dim(d) != 1 || a.Dim(d) == 1 {
-			perm = append(perm, d)
-		}
-	}
-	for d := 0; d < a.Ndim(); d++ {
-		if out.Dim(d) == 1 && a.Dim(d) != 1 {
-			perm = append(perm, d)
-		}
-	}
+	perm := keptFirst(&permBuf, out, a)
 	var it tensor.Iter
 	ops := plan(&it, perm, a)
 	dt := a.Dtype()

@@ -121,10 +121,7 @@ func (Backend) ArgReduceUntil(r backend.Rule, vals, idx, a *tensor.Tensor, done 
 
 // Scatter implements backend.IBackend.
 func (Backend) Scatter(out, g, idx *tensor.Tensor) error {
-	if err := backend.CheckSumShape(g, out); err != nil {
-		return err
-	}
-	if err := backend.CheckSameDtype(out, g); err != nil {
+	if err := backend.CheckScatter(out, g); err != nil {
 		return err
 	}
 	if err := checkIdx(idx, g.ShapeRef(), sliceLen(out.ShapeRef(), g.ShapeRef())); err != nil {
@@ -143,10 +140,7 @@ func (Backend) Scatter(out, g, idx *tensor.Tensor) error {
 
 // Gather implements backend.IBackend.
 func (Backend) Gather(out, x, idx *tensor.Tensor) error {
-	if err := backend.CheckSumShape(out, x); err != nil {
-		return err
-	}
-	if err := backend.CheckSameDtype(out, x); err != nil {
+	if err := backend.CheckScatter(x, out); err != nil {
 		return err
 	}
 	if err := checkIdx(idx, out.ShapeRef(), sliceLen(x.ShapeRef(), out.ShapeRef())); err != nil {

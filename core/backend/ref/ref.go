@@ -9,7 +9,6 @@
 package ref
 
 import (
-	"fmt"
 	"math"
 	"unsafe"
 
@@ -83,19 +82,10 @@ func zeroElem(dt dtype.Dtype, dst unsafe.Pointer) {
 
 // Binary implements backend.IBackend.
 func (Backend) Binary(op backend.BinaryOp, out, a, b *tensor.Tensor) error {
-	if err := backend.CheckSameShape(out, a, b); err != nil {
-		return err
-	}
-	if err := backend.CheckSameDtype(out, a, b); err != nil {
+	if err := backend.CheckBinary(op, out, a, b); err != nil {
 		return err
 	}
 	dt := out.Dtype()
-	switch {
-	case !op.Valid():
-		return fmt.Errorf("unknown binary op %v", op)
-	case op.FloatOnly() && !dt.IsFloat():
-		return fmt.Errorf("%v kernel needs a floating dtype, got %v", op, dt)
-	}
 	r, selects := op.Rule()
 	for i := 0; i < out.Numel(); i++ {
 		po := out.ElementPointer(i)
@@ -109,45 +99,19 @@ func (Backend) Binary(op backend.BinaryOp, out, a, b *tensor.Tensor) error {
 		}
 		if dt.IsFloat() {
 			x, y := tensor.LoadFloat64(dt, a.ElementPointer(i)), tensor.LoadFloat64(dt, b.ElementPointer(i))
-			var v float64
-			switch op {
-			case backend.Add:
-				v = x + y
-			case backend.Sub:
-				v = x - y
-			case backend.Mul:
-				v = x * y
-			case backend.Div:
-				v = x / y
-			}
-			tensor.StoreFloat64(dt, po, v)
+			tensor.StoreFloat64(dt, po, backend.Arith(op, x, y))
 			continue
 		}
 		x, y := tensor.LoadInt64(dt, a.ElementPointer(i)), tensor.LoadInt64(dt, b.ElementPointer(i))
-		var v int64
-		switch op {
-		case backend.Add:
-			v = x + y
-		case backend.Sub:
-			v = x - y
-		case backend.Mul:
-			v = x * y
-		}
-		tensor.StoreInt64(dt, po, v)
+		tensor.StoreInt64(dt, po, backend.Arith(op, x, y))
 	}
 	return nil
 }
 
 // Unary implements backend.IBackend.
 func (Backend) Unary(op backend.UnaryOp, out, a *tensor.Tensor) error {
-	if err := backend.CheckSameShape(out, a); err != nil {
+	if err := backend.CheckUnary(op, out, a); err != nil {
 		return err
-	}
-	if err := backend.CheckSameDtype(out, a); err != nil {
-		return err
-	}
-	if op != backend.Neg {
-		return fmt.Errorf("unknown unary op %v", op)
 	}
 	dt := out.Dtype()
 	for i := 0; i < out.Numel(); i++ {
