@@ -77,7 +77,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import operator
-from typing import Any, Callable, Optional, Sequence, Tuple, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple, Union, cast
 
 import jax
 import jax.numpy as jnp
@@ -409,7 +409,12 @@ __all__: list[str] = _lib.publish(globals(), _RECORDS, _FORMS, (
     "``x, min, max``).\n\n%s"))
 
 
-def __getattr__(name: str) -> Callable[..., jax.Array]:
-    """The functions above are set from the library's records; this says so
-    for the type checker, and names what is missing."""
-    raise AttributeError("module 'pylucid.jax' has no function %r" % name)
+if TYPE_CHECKING:
+    # For the type checker only: the functions are module attributes set
+    # above from the library's records. Not defined at run time, where a
+    # module __getattr__ keeps CPython from specializing every attribute
+    # load of the module (``ops.minimum`` was ~35 ns slower per call).
+    def __getattr__(name: str) -> Callable[..., jax.Array]:
+        """The functions above are set from the library's records; this says so
+        for the type checker, and names what is missing."""
+        raise AttributeError("module 'pylucid.jax' has no function %r" % name)
