@@ -409,11 +409,7 @@ __all__: list[str] = _lib.publish(globals(), _RECORDS, _FORMS, (
     "``x, min, max``).\n\n%s"))
 
 
-if TYPE_CHECKING:
-    # For the type checker only: the functions are module attributes set
-    # above from the library's records. Not defined at run time, where a
-    # module __getattr__ keeps CPython from specializing every attribute
-    # load of the module (``ops.minimum`` was ~35 ns slower per call).
+if TYPE_CHECKING:  # the type checker's view of the functions set above (run-time cost: see ops.py)
     def __getattr__(name: str) -> Callable[..., jax.Array]:
         """The functions above are set from the library's records; this says so
         for the type checker, and names what is missing."""
