@@ -455,10 +455,7 @@ __all__ = ["grad"] + _lib.publish(globals(), _RECORDS, _FORMS, (
 
 
 if TYPE_CHECKING:  # the type checker's view of the functions set above (run-time cost: see ops.py)
-    def __getattr__(name: str) -> Callable[..., da.Array]:
-        """The functions above are set from the library's records; this says so
-        for the type checker, and names what is missing."""
-        raise AttributeError("module 'pylucid.dask' has no function %r" % name)
+    def __getattr__(name: str) -> Callable[..., da.Array]: ...
 
 
 # ---- gradients
