@@ -291,6 +291,29 @@ int lucid_op(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int64
  * reduction's job; lucid_job_wait then fills every output's block). */
 int lucid_op_n(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int64_t *attrs, int32_t n_attrs,
                const lucid_out *outs, int32_t n_outs, int32_t mode, int64_t *meta);
+/* The entry of the framework bridges (PyTorch custom ops, XLA FFI
+ * handlers): runs op_id with no graph and no autocast on memory lent for
+ * this call only. Each input entry is a handle or read-only memory (dtype
+ * -1 with handle 0: an absent input, such as clamp's missing bound); every
+ * output is given (handle or memory) with exactly the result's shape and
+ * dtype, and written in place. With winners != 0 the op's winners come
+ * after its outputs (one more out entry): for minimum, maximum, fmin and
+ * fmax a bool mask of the output's shape, true where the first operand
+ * wins; for clamp an int8 code of the output's shape (0: x, 1: min, 2: max
+ * wins); for amin, amax, nanmin, nanmax, min and max the int64 position of
+ * each slice's winner among the slice's elements (row-major), in the
+ * keepdim shape. docs/interop.md says how the bridges use them. */
+int lucid_op_lent(int32_t op_id, int32_t winners, const lucid_out *inputs, int32_t n_inputs,
+                  const int64_t *attrs, int32_t n_attrs, const lucid_out *outs, int32_t n_outs);
+/* The id, schema version and arity of the op named by the n bytes at name
+ * (not NUL-terminated). */
+int lucid_op_lookup(const char *name, size_t n, int32_t *id, int32_t *version, int32_t *arity);
+/* The XLA FFI handler of every op (XLA's stable C ABI, XLA_FFI_Handler): a
+ * custom call's attributes name the op (op: string, version: int64 of its
+ * schema), winners (int64 0/1), attrs (int64 array) and present (int64
+ * bitmask of the operand slots given). Returned as a function pointer for
+ * jax.ffi.register_ffi_target (python/pylucid/jax.py). */
+void *lucid_xla_ffi_handler(void);
 /* Forward mode: runs op_id as lucid_op_n does (no out=) and pushes
  * tangents (one handle per input, 0: zero; each of its input's shape) through
  * it. meta receives 2 * outputs blocks: the outputs, then one tangent per

@@ -170,7 +170,11 @@ func fillMetas(meta *C.int64_t, ts, given []*tensor.Tensor) error {
 
 // outTensor is the tensor an out= entry describes: a handle's, a view of
 // memory lent for the call (never kept: out= records no graph), or nil.
-func outTensor(o *C.lucid_out) (*tensor.Tensor, error) {
+func outTensor(o *C.lucid_out) (*tensor.Tensor, error) { return lentTensor(o, false) }
+
+// lentTensor is the tensor a lucid_out entry describes (outTensor), its
+// lent memory read-only when readOnly.
+func lentTensor(o *C.lucid_out, readOnly bool) (*tensor.Tensor, error) {
 	if o.handle != 0 {
 		return getTensor(o.handle)
 	}
@@ -198,7 +202,7 @@ func outTensor(o *C.lucid_out) (*tensor.Tensor, error) {
 		}
 	}
 	if n == 0 {
-		return tensor.NewView(tensor.BorrowStorage(nil, false, nil), d, shape, strides, 0)
+		return tensor.NewView(tensor.BorrowStorage(nil, readOnly, nil), d, shape, strides, 0)
 	}
 	if o.data == nil {
 		return nil, errs.Valuef("out memory is NULL")
@@ -206,7 +210,7 @@ func outTensor(o *C.lucid_out) (*tensor.Tensor, error) {
 	sz := d.Size()
 	base := unsafe.Add(o.data, lo*sz)
 	data := unsafe.Slice((*byte)(base), (hi-lo+1)*sz)
-	return tensor.NewView(tensor.BorrowStorage(data, false, nil), d, shape, strides, -lo)
+	return tensor.NewView(tensor.BorrowStorage(data, readOnly, nil), d, shape, strides, -lo)
 }
 
 //export lucid_op_n

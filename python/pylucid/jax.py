@@ -17,64 +17,41 @@ to its winner; JAX's own ``jnp.minimum``/``jnp.max`` split ties.
 
 Design
 ------
-Every op runs pylucid's kernels inside ``jax.pure_callback``: the callback
-wraps the host buffers JAX lends it with :func:`pylucid.from_numpy` (no
-copy) and hands back ``Tensor.numpy()`` views of pylucid's results. JAX
-copies the operands into the callback and the results out of it; the bridge
-adds no copy of its own.
+Every op is an XLA custom call into pylucid's native library through XLA's
+FFI (``jax.ffi.ffi_call``; the handler, ``capi/xla_ffi.c``, is built into
+the wheel against XLA's stable C ABI): XLA hands pylucid its operand
+buffers and pylucid writes into XLA's result buffers, no host callback and
+no copy. The custom-call targets are ``pylucid_<op>`` (``pylucid_minimum``,
+``pylucid_amax``, ...; :data:`CUSTOM_CALL_TARGETS`), the names to allow in
+``jax.export.DisabledSafetyCheck.custom_call`` when exporting. Each call
+carries the op's name and schema version as attributes, so a program
+exported with another version of an op fails with a clear error instead of
+running something else.
 
-* Gradients: each op is a ``jax.custom_vjp`` whose backward is a second
-  pylucid.jax function, ``route`` (the vector-Jacobian product ``Jᵀg``,
-  computed by :func:`pylucid.autograd.grad`), itself a ``custom_vjp`` whose
-  backward is ``select`` (the Jacobian-vector product ``J·u``, computed by
-  :func:`pylucid.autograd.jvp`), whose backward is ``route`` again: route
-  and select are adjoint, as in pylucid's core, so ``jax.grad`` works to any
-  order. Their derivatives with respect to the primal inputs are zero (the
-  Jacobian of a selection is piecewise constant), as in pylucid.
-  Forward mode (``jax.jvp``, ``jax.jacfwd``) is not available: JAX does not
-  differentiate a ``custom_vjp`` function forward; ``jax.jacrev`` works.
-* ``jax.jit``: the callbacks are staged into the compiled program.
-* ``jax.vmap``: the callbacks declare ``vmap_method``: the forward uses
-  ``"expand_dims"`` (operands are first brought to a common rank, so
-  pylucid's broadcasting lines the batch dimension up), ``route`` and
-  ``select`` ``"broadcast_all"``; a reduction's callback shifts its axes past
-  the leading batch dimensions it finds, and ``argmin``/``argmax`` over all
-  axes flattens each batch element's slice.
+* Differentiation is a ``jax.custom_jvp``: the primal call also returns
+  pylucid's winners (``lucid_op_lent``: where ``a`` wins; clamp's winning
+  operand; a reduction's winner positions), and an output's tangent is its
+  winner's tangent (``jnp.where`` / ``take_along_axis``), which is linear in
+  the tangents, so JAX transposes it for reverse mode: ``grad``, ``vjp``,
+  ``jvp``, ``jacfwd``, ``jacrev``, ``hessian`` and ``linearize`` all work,
+  to any order. The masks come from pylucid's kernels, so NaN and signed
+  zero follow docs/semantics.md exactly.
+* ``jax.vmap``: the calls declare ``vmap_method="expand_dims"``; operands
+  are first brought to a common rank and reductions name their axes from
+  the end, so a leading batch dimension lines up in pylucid's broadcasting.
 * Integer and bool operands, and ``argmin``/``argmax``, are forward only
   (their operands pass through ``lax.stop_gradient``).
+* A handler error (an operand pylucid refuses, an op version this pylucid
+  lacks, an FFI version the handler does not know) comes back as JAX's
+  exception with pylucid's message.
 
-Why ``pure_callback`` and not the XLA FFI. Measured jitted, float32, on the
-development machine (2 shared, loaded cores: medians, rough to ±30%),
-forward ``minimum`` (``bench/jax_ffi_prototype.py``, whose FFI handler,
-``bench/jax_ffi_prototype.cc``, borrows XLA's operand buffers and writes
-into its result buffer through pylucid's C API):
-
-    elements   callback doing nothing   pylucid.jax   FFI prototype   jnp.minimum
-    1,000      0.21-0.25 ms             0.40-0.44 ms  0.015 ms        0.06 ms
-    2^24       400-425 ms               360-510 ms    100-130 ms      120-190 ms
-
-and ``jax.value_and_grad`` of ``sum(minimum(a, b))`` (both operands):
-1.6 ms against jnp's 0.11 ms at 1,000 elements (14x), 1.2-2.0 s against
-0.3-0.5 s at 2^24 (3.9-5x; ``bench/run.py`` reports it). Nearly all of
-pylucid.jax's time is JAX's callback machinery: it copies every operand into
-the callback and every result out of it (a callback that does nothing costs
-as much), while pylucid's own work is 30 ms (forward) and 110 ms (route) at
-2^24. An FFI handler removes that: about 25x less per call, and as fast as
-jnp's own forward at 2^24. It is not used yet because it has to be compiled against
-XLA's FFI ABI and shipped in the wheel (a C handler in pylucid's extension,
-handed to JAX as a capsule), with route and select driven through pylucid's
-C API (``lucid_backward_start``, ``lucid_op_jvp``) and every op's attributes
-and batch dimensions decoded in C; ``pure_callback`` gives the same values,
-gradients, jit and vmap today with pylucid's Python API.
-
-Not supported: arrays on a device other than the CPU (``ValueError``; under
-``jax.jit`` the placement is not visible, and a callback always runs on the
-host), dtypes pylucid lacks (uint16/32/64, complex: ``TypeError``).
+Not supported: arrays on a device other than the CPU (``ValueError``),
+dtypes pylucid lacks (uint16/32/64, complex: ``TypeError``).
 """
 
 from __future__ import annotations
 
-import contextlib
+import ctypes
 import functools
 import operator
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple, Union, cast
@@ -84,8 +61,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import _lib, autograd, ops
-from .amp import autocast, is_autocast_enabled
+from . import _lib, ops
 from .dtypes import from_numpy_dtype
 from .tensor import Tensor, from_numpy
 
@@ -100,171 +76,164 @@ Key = Tuple[Any, ...]
 Kernel = Callable[[Sequence[Tensor], int], Tensor]
 
 
-# ---- inside the callbacks: host buffers as pylucid tensors
+# ---- the custom calls
 
 
-def _t(a: Any, requires_grad: bool = False) -> Tensor:
-    # np.asarray of the host buffer JAX lends (a NumPy array or, in newer
-    # JAX, a CPU jax.Array) is a view of it; from_numpy shares it.
-    return from_numpy(np.asarray(a), requires_grad)
+def _capsule(address: int) -> Any:
+    """A PyCapsule of a C function pointer, what register_ffi_target takes."""
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    return new(address, None, None)
 
 
-def _plain() -> Any:
-    """Autocast off in a callback (it runs on a thread of JAX's, or on the
-    caller's, which may have turned pylucid's autocast on)."""
-    return autocast(enabled=False) if is_autocast_enabled() else contextlib.nullcontext()
+def _target(name: str) -> str:
+    return "pylucid_" + name
 
 
-def _batch_dims(arrays: Sequence[Any], nd: int) -> int:
-    """How many leading batch dimensions jax.vmap added to the operands."""
-    return int(np.ndim(arrays[0])) - nd
+#: The XLA custom-call targets of this bridge, one per op.
+CUSTOM_CALL_TARGETS: Tuple[str, ...] = tuple(_target(s["name"]) for s in _RECORDS)
+
+# The ops a call may name: the bridge's own and the values-and-positions
+# ops behind min/max.
+_VERSION = {s["name"]: int(s["version"]) for s in _lib.schema_table()}
 
 
-def _kernel(key: Key) -> Kernel:
-    """The pylucid computation of an op: (tensors, batch dims) -> Tensor."""
-    name = key[0]
-    if _SIGNATURE[name] == "binary":
-        op = getattr(ops, name)
-        return lambda ts, k: op(ts[0], ts[1])
-    if _SIGNATURE[name] == "clamp":
-        has_lo, has_hi = key[2], key[3]
-
-        def clamp_(ts: Sequence[Tensor], k: int) -> Tensor:
-            rest = list(ts[1:])
-            lo = rest.pop(0) if has_lo else None
-            hi = rest.pop(0) if has_hi else None
-            return cast(Tensor, getattr(ops, name)(ts[0], lo, hi))
-
-        return clamp_
-    _, nd, axes, keepdims = key
-    red = getattr(ops, name)
-
-    def reduce_(ts: Sequence[Tensor], k: int) -> Tensor:
-        if k == 0:
-            return red(ts[0], axes, keepdims)  # type: ignore[no-any-return]
-        dims = range(nd) if axes is None else axes
-        return red(ts[0], tuple(d + k for d in dims), keepdims)  # type: ignore[no-any-return]
-
-    return reduce_
+def _register() -> None:
+    handler = _capsule(int(_lib.ffi.cast("uintptr_t", _lib.lib.lucid_xla_ffi_handler())))
+    for name in CUSTOM_CALL_TARGETS:
+        jax.ffi.register_ffi_target(name, handler, platform="cpu")
 
 
-def _n_inputs(key: Key) -> int:
-    if _SIGNATURE[key[0]] == "clamp":
-        return 1 + int(key[2]) + int(key[3])
-    return 2 if _SIGNATURE[key[0]] == "binary" else 1
-
-
-def _out_shape(key: Key, shapes: Sequence[Tuple[int, ...]]) -> Tuple[int, ...]:
-    if _SIGNATURE[key[0]] == "reduction":
-        _, nd, axes, keepdims = key
-        shape = shapes[0]
-        red = set(range(nd)) if axes is None else set(axes)
-        if keepdims:
-            return tuple(1 if i in red else s for i, s in enumerate(shape))
-        return tuple(s for i, s in enumerate(shape) if i not in red)
-    return tuple(np.broadcast_shapes(*shapes))
+_register()
 
 
 def _struct(shape: Tuple[int, ...], dtype: Any) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(shape, dtype)  # type: ignore[no-untyped-call]
 
 
-def _sds(x: Any) -> jax.ShapeDtypeStruct:
-    return _struct(np.shape(x), x.dtype)
+def _call(name: str, xs: Sequence[jax.Array], results: Sequence[jax.ShapeDtypeStruct], *, winners: bool = False,
+          attrs: Sequence[int] = (), present: Optional[int] = None) -> Sequence[jax.Array]:
+    """pylucid's op ``name`` as an XLA custom call on xs (lucid_op_lent):
+    its outputs, then (winners) where they came from."""
+    kw: dict[str, Any] = {"op": name, "version": np.int64(_VERSION[name]), "winners": np.int64(int(winners))}
+    if attrs:
+        kw["attrs"] = np.asarray(attrs, np.int64)
+    if present is not None:
+        kw["present"] = np.int64(present)
+    call = jax.ffi.ffi_call(_target(name), tuple(results), vmap_method="expand_dims")
+    return call(*xs, **kw)  # type: ignore[no-any-return]
 
 
-def _out_sds(key: Key, xs: Sequence[Any]) -> jax.ShapeDtypeStruct:
-    return _struct(_out_shape(key, [np.shape(x) for x in xs]), xs[0].dtype)
-
-
-def _apply_callback(key: Key) -> Callable[..., np.ndarray]:
-    fn = _kernel(key)
-    nd = key[1]
-
-    def cb(*arrays: Any) -> np.ndarray:
-        with _plain():  # the operands do not require grad: no graph is recorded
-            return fn([_t(a) for a in arrays], _batch_dims(arrays, nd)).numpy()
-
-    return cb
-
-
-@functools.lru_cache(maxsize=None)
-def _forward_only(key: Key) -> Callable[..., jax.Array]:
-    """The op without gradients (integer and bool operands)."""
-    cb = _apply_callback(key)
-
-    def call(*xs: jax.Array) -> jax.Array:
-        xs = tuple(lax.stop_gradient(x) for x in xs)
-        return jax.pure_callback(cb, _out_sds(key, xs), *xs, vmap_method="expand_dims")  # type: ignore[no-any-return]
-
-    return call
+def _index_dtype() -> np.dtype[Any]:
+    """int64 under jax_enable_x64, else int32 (as jnp.argmin's result)."""
+    return np.dtype(jax.dtypes.canonicalize_dtype(np.int64))
 
 
 @functools.lru_cache(maxsize=None)
-def _family(key: Key) -> Callable[..., jax.Array]:
-    """The differentiable op of ``key``: a custom_vjp whose backward is
-    ``route`` (Jᵀg), whose backward is ``select`` (J·u), whose backward is
-    ``route``: each a pylucid computation in a pure_callback."""
-    fn = _kernel(key)
-    nd = key[1]
-    n = _n_inputs(key)
-    cb_apply = _apply_callback(key)
+def _binary_op(name: str) -> Callable[..., jax.Array]:
+    """minimum and its kin: y; tangent = where(a wins, ta, tb)."""
 
-    def cb_route(*arrays: Any) -> Tuple[np.ndarray, ...]:
-        with _plain(), (contextlib.nullcontext() if autograd.is_grad_enabled() else autograd.enable_grad()):
-            xs = [_t(a, True) for a in arrays[:n]]
-            y = fn(xs, _batch_dims(arrays, nd))
-            grads = autograd.grad(y, xs, grad_outputs=[_t(arrays[n])])
-        return tuple(g.numpy() for g in grads)  # type: ignore[union-attr]
+    @jax.custom_jvp
+    def f(a: jax.Array, b: jax.Array) -> jax.Array:
+        shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+        return _call(name, (a, b), (_struct(shape, a.dtype),))[0]
 
-    def cb_select(*arrays: Any) -> np.ndarray:
-        k = _batch_dims(arrays, nd)
-        with _plain():
-            _, tangent = autograd.jvp(lambda *ps: fn(ps, k), [_t(a) for a in arrays[:n]],
-                                      [_t(a) for a in arrays[n:]])
-        return tangent.numpy()  # type: ignore[no-any-return]
+    @f.defjvp
+    def f_jvp(primals: Tuple[jax.Array, ...], tangents: Tuple[jax.Array, ...]) -> Tuple[jax.Array, jax.Array]:
+        a, b = primals
+        shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+        _, mask = _call(name, _constant(primals), (_struct(shape, a.dtype), _struct(shape, np.bool_)), winners=True)
+        # The winner's bits are the value (pylucid's, bit for bit), and as a
+        # selection by a constant mask it is differentiable again: higher
+        # orders need no other rule.
+        return jnp.where(mask, a, b), jnp.where(mask, tangents[0], tangents[1])
 
-    @jax.custom_vjp
-    def apply(*xs: jax.Array) -> jax.Array:
-        return jax.pure_callback(cb_apply, _out_sds(key, xs), *xs,  # type: ignore[no-any-return]
-                                 vmap_method="expand_dims")
+    return f  # type: ignore[no-any-return]
 
-    def apply_fwd(*xs: jax.Array) -> Tuple[jax.Array, Tuple[jax.Array, ...]]:
-        return apply(*xs), xs
 
-    def apply_bwd(xs: Tuple[jax.Array, ...], g: jax.Array) -> Tuple[jax.Array, ...]:
-        return route(*xs, g)  # type: ignore[no-any-return]  # (without JAX installed)
+@functools.lru_cache(maxsize=None)
+def _clamp_op(name: str, has_lo: bool, has_hi: bool) -> Callable[..., jax.Array]:
+    """clamp: y; tangent = the winning operand's (0: x, 1: min, 2: max)."""
+    present = 1 | (2 if has_lo else 0) | (4 if has_hi else 0)
 
-    apply.defvjp(apply_fwd, apply_bwd)
+    def results(xs: Sequence[jax.Array], code: Any) -> Tuple[jax.ShapeDtypeStruct, ...]:
+        shape = tuple(np.broadcast_shapes(*(x.shape for x in xs)))
+        return (_struct(shape, xs[0].dtype),) + ((_struct(shape, np.int8),) if code else ())
 
-    @jax.custom_vjp
-    def route(*args: jax.Array) -> Tuple[jax.Array, ...]:
-        out = jax.pure_callback(cb_route, tuple(_sds(x) for x in args[:n]), *args, vmap_method="broadcast_all")
-        return tuple(out)
+    @jax.custom_jvp
+    def f(*xs: jax.Array) -> jax.Array:
+        return _call(name, xs, results(xs, False), present=present)[0]
 
-    def route_fwd(*args: jax.Array) -> Tuple[Tuple[jax.Array, ...], Tuple[jax.Array, ...]]:
-        return route(*args), args
+    @f.defjvp
+    def f_jvp(primals: Tuple[jax.Array, ...], tangents: Tuple[jax.Array, ...]) -> Tuple[jax.Array, jax.Array]:
+        _, code = _call(name, _constant(primals), results(primals, True), present=present, winners=True)
 
-    def route_bwd(args: Tuple[jax.Array, ...], us: Tuple[jax.Array, ...]) -> Tuple[jax.Array, ...]:
-        xs = args[:n]
-        return tuple(jnp.zeros_like(x) for x in xs) + (select(*xs, *us),)
+        def pick(xs: Sequence[jax.Array]) -> jax.Array:  # the winner of each element (see _binary_op)
+            v = jnp.broadcast_to(xs[0], code.shape)
+            rest = list(xs[1:])
+            if has_lo:
+                v = jnp.where(code == 1, rest.pop(0), v)
+            if has_hi:
+                v = jnp.where(code == 2, rest.pop(0), v)
+            return v
 
-    route.defvjp(route_fwd, route_bwd)
+        return pick(primals), pick(tangents)
 
-    @jax.custom_vjp
-    def select(*args: jax.Array) -> jax.Array:
-        return jax.pure_callback(cb_select, _out_sds(key, args[:n]), *args,  # type: ignore[no-any-return]
-                                 vmap_method="broadcast_all")
+    return f  # type: ignore[no-any-return]
 
-    def select_fwd(*args: jax.Array) -> Tuple[jax.Array, Tuple[jax.Array, ...]]:
-        return select(*args), args
 
-    def select_bwd(args: Tuple[jax.Array, ...], w: jax.Array) -> Tuple[jax.Array, ...]:
-        xs = args[:n]
-        return tuple(jnp.zeros_like(x) for x in xs) + tuple(route(*xs, w))
+def _reduced_shape(shape: Tuple[int, ...], dims: Tuple[int, ...], keepdims: bool) -> Tuple[int, ...]:
+    if keepdims:
+        return tuple(1 if i in dims else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in dims)
 
-    select.defvjp(select_fwd, select_bwd)
-    return apply  # type: ignore[no-any-return]  # (without JAX installed)
+
+def _red_attrs(nd: int, dims: Tuple[int, ...], keepdims: bool) -> Tuple[int, ...]:
+    # Axes counted from the end: a batch dimension vmap puts in front
+    # leaves them naming the same axes.
+    return (int(keepdims), len(dims)) + tuple(d - nd for d in dims)
+
+
+@functools.lru_cache(maxsize=None)
+def _reduction_op(name: str, dims: Tuple[int, ...], keepdims: bool) -> Callable[..., jax.Array]:
+    """amin and its kin over dims (sorted, non-negative): y; tangent = the
+    tangent at each slice's winner position."""
+
+    @jax.custom_jvp
+    def f(x: jax.Array) -> jax.Array:
+        out = _struct(_reduced_shape(x.shape, dims, keepdims), x.dtype)
+        return _call(name, (x,), (out,), attrs=_red_attrs(x.ndim, dims, keepdims))[0]
+
+    @f.defjvp
+    def f_jvp(primals: Tuple[jax.Array, ...], tangents: Tuple[jax.Array, ...]) -> Tuple[jax.Array, jax.Array]:
+        (x,), (t,) = primals, tangents
+        out = _struct(_reduced_shape(x.shape, dims, keepdims), x.dtype)
+        pos_sds = _struct(_reduced_shape(x.shape, dims, True), _index_dtype())
+        _, pos = _call(name, _constant(primals), (out, pos_sds), attrs=_red_attrs(x.ndim, dims, keepdims),
+                       winners=True)
+        kept = [i for i in range(x.ndim) if i not in dims]
+        p = jnp.reshape(pos, tuple(x.shape[i] for i in kept) + (1,))
+
+        def pick(v: jax.Array) -> jax.Array:  # each slice's element at its winner's position
+            # The slices' elements last, in row-major order of the reduced dims.
+            flat = jnp.reshape(jnp.transpose(v, kept + list(dims)), tuple(x.shape[i] for i in kept) + (-1,))
+            return jnp.reshape(jnp.take_along_axis(flat, p, axis=-1), out.shape)
+
+        return pick(x), pick(t)
+
+    return f  # type: ignore[no-any-return]
+
+
+def _constant(xs: Sequence[jax.Array]) -> Tuple[jax.Array, ...]:
+    """xs as constants of differentiation: the winners a rule computes are."""
+    return tuple(lax.stop_gradient(x) for x in xs)
+
+
+def _forward_only(f: Callable[..., jax.Array], xs: Sequence[jax.Array]) -> jax.Array:
+    """The op without gradients (integer and bool operands): the primal
+    call alone (custom_jvp's function is called as a plain one here)."""
+    return f(*_constant(xs))
 
 
 # ---- argument handling (at trace time)
@@ -287,9 +256,9 @@ def _differentiable(dt: np.dtype[Any]) -> bool:
     return bool(jnp.issubdtype(dt, jnp.floating))
 
 
-def _elementwise(name: str, fn: str, operands: Sequence[ArrayLike], extra: Key = ()) -> jax.Array:
+def _elementwise(name: str, operands: Sequence[ArrayLike], given: Tuple[bool, bool] = (False, False)) -> jax.Array:
     for x in operands:
-        _check_cpu(x, fn)
+        _check_cpu(x, name)
     dt = jnp.result_type(*operands)
     from_numpy_dtype(np.dtype(dt))  # TypeError for a dtype pylucid lacks
     xs = [jnp.asarray(x, dt) for x in operands]
@@ -297,10 +266,10 @@ def _elementwise(name: str, fn: str, operands: Sequence[ArrayLike], extra: Key =
     # A common rank, so that a batch dimension vmap puts in front lines up
     # (a reshape, no copy).
     xs = [x if x.ndim == nd else jnp.reshape(x, (1,) * (nd - x.ndim) + x.shape) for x in xs]
-    key = (name, nd) + extra
+    f = _clamp_op(name, *given) if _SIGNATURE[name] == "clamp" else _binary_op(name)
     if not _differentiable(dt):
-        return _forward_only(key)(*xs)
-    return _family(key)(*xs)
+        return _forward_only(f, xs)
+    return f(*xs)
 
 
 def _dummy(x: jax.Array) -> Tensor:
@@ -310,11 +279,11 @@ def _dummy(x: jax.Array) -> Tensor:
     return from_numpy(np.zeros(tuple(min(s, 1) for s in x.shape), np.dtype(x.dtype)))
 
 
-def _axes(axis: Axis, nd: int) -> Optional[Tuple[int, ...]]:
+def _axes(axis: Axis, nd: int) -> Tuple[int, ...]:
     if axis is None:
-        return None
+        return tuple(range(nd))
     if isinstance(axis, (tuple, list)):
-        return tuple(operator.index(a) % nd for a in axis)
+        return tuple(sorted({operator.index(a) % nd for a in axis}))
     return (operator.index(cast(int, axis)) % nd,)
 
 
@@ -323,50 +292,23 @@ def _reduction(name: str, a: ArrayLike, axis: Axis, keepdims: bool) -> jax.Array
     x = jnp.asarray(a)
     keepdims = bool(keepdims)
     getattr(ops, name)(_dummy(x), axis, keepdims)  # pylucid's errors: dims, zero-size slices, dtypes
-    key = (name, x.ndim, _axes(axis, x.ndim), keepdims)
+    f = _reduction_op(name, _axes(axis, x.ndim), keepdims)
     if not _differentiable(x.dtype):
-        return _forward_only(key)(x)
-    return _family(key)(x)
-
-
-@functools.lru_cache(maxsize=None)
-def _arg_reduction(name: str, nd: int, axis: Optional[int], keepdims: bool, out: Any) -> Callable[..., jax.Array]:
-    op = getattr(ops, name)
-    out_dtype = np.dtype(out)
-
-    def cb(arr: Any) -> np.ndarray:
-        x = np.asarray(arr)
-        k = x.ndim - nd
-        with _plain():
-            if k == 0:
-                r = op(from_numpy(x), axis, keepdims).numpy()
-            elif axis is None:  # the flat position within each batch element
-                r = op(from_numpy(x.reshape(x.shape[:k] + (-1,))), k, False).numpy()
-                if keepdims:
-                    r = r.reshape(r.shape + (1,) * nd)
-            else:
-                r = op(from_numpy(x), axis + k, keepdims).numpy()
-        return cast(np.ndarray, r.astype(out_dtype, copy=False))
-
-    def call(x: jax.Array) -> jax.Array:
-        if axis is None:
-            shape: Tuple[int, ...] = (1,) * nd if keepdims else ()
-        else:
-            shape = tuple(1 if i == axis else s for i, s in enumerate(x.shape) if keepdims or i != axis)
-        sds = _struct(shape, out_dtype)
-        return jax.pure_callback(cb, sds, lax.stop_gradient(x), vmap_method="expand_dims")  # type: ignore[no-any-return]
-
-    return call
+        return _forward_only(f, (x,))
+    return f(x)
 
 
 def _arg(name: str, a: ArrayLike, axis: Optional[int], keepdims: Optional[bool]) -> jax.Array:
     _check_cpu(a, name)
-    x = jnp.asarray(a)
+    x = lax.stop_gradient(jnp.asarray(a))
     keepdims = bool(keepdims)
     getattr(ops, name)(_dummy(x), axis, keepdims)  # pylucid's errors
-    ax = None if axis is None else operator.index(axis) % x.ndim
-    out = jax.dtypes.canonicalize_dtype(np.int64)  # int32 unless jax_enable_x64, as jnp.argmin
-    return _arg_reduction(name, x.ndim, ax, keepdims, np.dtype(out).str)(x)
+    if axis is None:  # the flat position: over the flattened array (vmap flattens each element's)
+        r = _call(name, (jnp.reshape(x, (-1,)),), (_struct((), _index_dtype()),), attrs=(0, 1, -1))[0]
+        return jnp.reshape(r, (1,) * x.ndim) if keepdims else r
+    ax = operator.index(axis) % x.ndim
+    shape = _reduced_shape(x.shape, (ax,), keepdims)
+    return _call(name, (x,), (_struct(shape, _index_dtype()),), attrs=(int(keepdims), 1, ax - x.ndim))[0]
 
 
 # ---- the public functions, from the records
@@ -374,7 +316,7 @@ def _arg(name: str, a: ArrayLike, axis: Optional[int], keepdims: Optional[bool])
 
 def _binary_fn(name: str) -> Callable[..., jax.Array]:
     def fn(x1: ArrayLike, x2: ArrayLike) -> jax.Array:
-        return _elementwise(name, name, (x1, x2))
+        return _elementwise(name, (x1, x2))
 
     return fn
 
@@ -382,7 +324,7 @@ def _binary_fn(name: str) -> Callable[..., jax.Array]:
 def _clamp_fn(name: str) -> Callable[..., jax.Array]:
     def fn(x: ArrayLike, min: Optional[ArrayLike] = None, max: Optional[ArrayLike] = None) -> jax.Array:
         operands, given = _lib.clamp_operands(name, x, min, max)
-        return _elementwise(name, name, operands, given)
+        return _elementwise(name, operands, given)
 
     return fn
 

@@ -1,0 +1,149 @@
+// The framework bridges' entry: an op run on memory lent for the call
+// (lucid_op_lent), and the op lookup by name their handlers use.
+
+package main
+
+/*
+#define LUCID_NO_PROTOTYPES
+#include "lucid.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/errs"
+	"github.com/pylucid/pylucid/core/ops"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+//export lucid_op_lent
+func lucid_op_lent(id C.int32_t, winners C.int32_t, inputs *C.lucid_out, nInputs C.int32_t, attrs *C.int64_t,
+	nAttrs C.int32_t, outs *C.lucid_out, nOuts C.int32_t) (rc C.int) {
+	defer recoverPanic(&rc)
+	return status(opLent(id, winners != 0, inputs, nInputs, attrs, nAttrs, outs, nOuts))
+}
+
+func opLent(id C.int32_t, winners bool, inputs *C.lucid_out, nInputs C.int32_t, attrs *C.int64_t,
+	nAttrs C.int32_t, outs *C.lucid_out, nOuts C.int32_t) error {
+	gateEnter()
+	if nInputs < 0 || nInputs > maxOpInputs || (nInputs > 0 && inputs == nil) {
+		return errs.Valuef("invalid input array (%d entries at %p)", int(nInputs), inputs)
+	}
+	if nAttrs < 0 || nAttrs > maxOpAttrs || (nAttrs > 0 && attrs == nil) {
+		return errs.Valuef("invalid attribute array (%d values at %p)", int(nAttrs), attrs)
+	}
+	if nOuts < 1 || nOuts > maxOpOutputs || outs == nil {
+		return errs.Valuef("invalid out array (%d entries at %p)", int(nOuts), outs)
+	}
+	var inBuf [maxOpInputs]*tensor.Tensor
+	in := inBuf[:nInputs]
+	for i, e := range unsafe.Slice(inputs, int(nInputs)) {
+		t, err := lentTensor(&e, true)
+		if err != nil {
+			return errs.Valuef("input %d: %v", i, err)
+		}
+		in[i] = t
+	}
+	var outBuf [maxOpOutputs]*tensor.Tensor
+	given := outBuf[:nOuts]
+	for i, e := range unsafe.Slice(outs, int(nOuts)) {
+		t, err := lentTensor(&e, false)
+		if err != nil {
+			return errs.Valuef("output %d: %v", i, err)
+		}
+		if t == nil {
+			return errs.Valuef("output %d: every output of lucid_op_lent is given", i)
+		}
+		given[i] = t
+	}
+	var as []int64
+	if nAttrs > 0 {
+		as = unsafe.Slice((*int64)(unsafe.Pointer(attrs)), int(nAttrs))
+	}
+	c, err := contextOf(0) // no graph, no autocast
+	if err != nil {
+		return err
+	}
+	if narrowIndices(id, given) {
+		return castOuts(c, id, winners, in, as, given)
+	}
+	if winners {
+		_, err = ops.Winners(c, int(id), in, as, given)
+		return err
+	}
+	_, err = ops.CallN(c, int(id), in, as, given)
+	return err
+}
+
+// narrowIndices reports whether a reduction's call gives an int32 out: a
+// host without 64-bit integers (JAX by default) takes positions and
+// indices as int32.
+func narrowIndices(id C.int32_t, given []*tensor.Tensor) bool {
+	if !isReduction(id) {
+		return false
+	}
+	for _, t := range given {
+		if t.Dtype() == dtype.Int32 {
+			return true
+		}
+	}
+	return false
+}
+
+// castOuts runs the call into fresh tensors and writes them into the outs
+// given: each of exactly its result's shape and dtype, but for int64 results
+// (positions, indices) into int32 outs, which must hold them.
+func castOuts(c *ops.Context, id C.int32_t, winners bool, in []*tensor.Tensor, as []int64, given []*tensor.Tensor) error {
+	var res []*tensor.Tensor
+	var err error
+	if winners {
+		res, err = ops.Winners(c, int(id), in, as, nil)
+	} else {
+		res, err = ops.CallN(c, int(id), in, as, nil)
+	}
+	if err != nil {
+		return err
+	}
+	if len(res) != len(given) {
+		return errs.Valuef("the op returns %d tensors, got %d outs", len(res), len(given))
+	}
+	for i, r := range res {
+		g := given[i]
+		if !tensor.SameShape(r.ShapeRef(), g.ShapeRef()) {
+			return errs.Valuef("out %d has shape %s, the result %s", i, tensor.FormatShape(g.ShapeRef()),
+				tensor.FormatShape(r.ShapeRef()))
+		}
+		if r.Dtype() != g.Dtype() && !(r.Dtype() == dtype.Int64 && g.Dtype() == dtype.Int32) {
+			return errs.Typef("out %d has dtype %v, the result %v", i, g.Dtype(), r.Dtype())
+		}
+		if r.Dtype() != g.Dtype() {
+			for _, v := range r.Int64s() {
+				if v != int64(int32(v)) {
+					return errs.Overflowf("index %d does not fit the int32 out %d", v, i)
+				}
+			}
+		}
+	}
+	for i, r := range res {
+		if err := c.Backend.Cast(given[i], r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+//export lucid_op_lookup
+func lucid_op_lookup(name *C.char, n C.size_t, id, version, arity *C.int32_t) (rc C.int) {
+	defer recoverPanic(&rc)
+	if name == nil || id == nil || version == nil || arity == nil {
+		return status(errs.Valuef("lucid_op_lookup: NULL argument"))
+	}
+	s, ok := ops.Lookup(C.GoStringN(name, C.int(n)))
+	if !ok {
+		return status(errs.Valuef("unknown op %q", C.GoStringN(name, C.int(n))))
+	}
+	*id, *version, *arity = C.int32_t(s.ID), C.int32_t(s.Version), C.int32_t(s.Arity)
+	return 0
+}

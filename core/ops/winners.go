@@ -1,0 +1,196 @@
+package ops
+
+import (
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/errs"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+// Winners runs a member of the min/max family like CallN, with no graph,
+// and returns one more tensor after its outputs: where each output element
+// came from, by the op's own rule (docs/semantics.md). A framework that
+// differentiates with its own ops (PyTorch's autograd, JAX's JVPs) needs
+// nothing else: an output's tangent is its winner's tangent, a cotangent
+// goes whole to the winner.
+//
+//   - a binary selection (minimum, maximum, fmin, fmax): bool, the output's
+//     shape, true where a wins;
+//   - clamp: int8, the output's shape, 0 where x wins, 1 where min does,
+//     2 where max does;
+//   - a selecting reduction (amin, amax, nanmin, nanmax, min, max): int64,
+//     the keepdim shape, each slice's winner's position (the row-major index
+//     of the winner among the slice's elements).
+//
+// outs, when not nil, has an entry per returned tensor, as CallN's: a
+// tensor of exactly that shape and dtype to write into, or nil. Any other op
+// is an errs.Value error.
+func Winners(c *Context, id int, in []*tensor.Tensor, attrs []int64, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if id < 0 || id >= len(byID) {
+		return nil, errs.Valuef("unknown op id %d", id)
+	}
+	s := byID[id]
+	if outs != nil && len(outs) != s.Outputs+1 {
+		return nil, errs.Valuef("%s: winners returns %d tensors, got %d out= entries", s.Name, s.Outputs+1, len(outs))
+	}
+	nc := *ctxOr(c)
+	nc.GradEnabled = false
+	nc.forwardMode = true // the selecting reductions keep their positions
+	var res []*tensor.Tensor
+	var err error
+	switch {
+	case s.Signature == "binary" && s.Rule != "":
+		res, err = binaryWinners(&nc, s, in, attrs, outs)
+	case s.Signature == "clamp":
+		res, err = clampWinners(&nc, s, in, attrs, outs)
+	case s.forward != nil && s.Kind == Reduction && s.Rule != "" && s.Signature != "arg":
+		res, err = reductionWinners(&nc, s, in, attrs, outs)
+	default:
+		return nil, errs.Valuef("%s is not a selection of the min/max family: it has no winners", s.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range outs {
+		if o != nil {
+			o.BumpVersion()
+		}
+	}
+	return res, nil
+}
+
+// binaryWinners is Winners of minimum and its kin: the values (into out=
+// directly), then the mask by the op's rule (pylucid's Select kernel).
+func binaryWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if len(in) != 2 || in[0] == nil || in[1] == nil || len(attrs) != 0 {
+		return nil, errs.Valuef("%s takes 2 inputs and no attributes", s.Name)
+	}
+	var valOut []*tensor.Tensor
+	if outs != nil && outs[0] != nil {
+		valOut = outs[:1]
+	}
+	vals, err := CallN(c, s.ID, in, nil, valOut)
+	if err != nil {
+		return nil, err
+	}
+	rd := vals[0].Dtype()
+	a, err := castInput(c, in[0], rd)
+	if err != nil {
+		return nil, err
+	}
+	b, err := castInput(c, in[1], rd)
+	if err != nil {
+		return nil, err
+	}
+	yes, err := tensor.FromInt64s(dtype.Bool, nil, []int64{1})
+	if err != nil {
+		return nil, err
+	}
+	no, err := tensor.New(dtype.Bool, nil)
+	if err != nil {
+		return nil, err
+	}
+	shape, views, err := operandViews(s.Name, a, b, yes, no)
+	if err != nil {
+		return nil, err
+	}
+	mask, err := winnersOut(s, outs, 1, dtype.Bool, shape)
+	if err != nil {
+		return nil, err
+	}
+	if err := selector(c.Backend).Select(s.rule, mask, views[0], views[1], views[2], views[3]); err != nil {
+		return nil, err
+	}
+	return []*tensor.Tensor{vals[0], mask}, nil
+}
+
+// clampWinners is Winners of clamp: the values, then each element's winner
+// as a code, by pylucid's ClampSelect kernel choosing among 0, 1 and 2.
+func clampWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	var out *tensor.Tensor
+	if outs != nil {
+		out = outs[0]
+	}
+	if len(in) != 3 || in[0] == nil {
+		return nil, errs.Valuef("clamp takes x, min, max (nil when absent)")
+	}
+	if out != nil {
+		if err := checkOuts(c, s, in, outs[:1]); err != nil {
+			return nil, err
+		}
+	}
+	vals, _, err := clampInto(c, s, in, attrs, out)
+	if err != nil {
+		return nil, err
+	}
+	cast, _, _, err := clampOperands(c, in[0], in[1], in[2])
+	if err != nil {
+		return nil, err
+	}
+	var codes [3]*tensor.Tensor
+	for i := range codes {
+		if codes[i], err = tensor.FromInt64s(dtype.Int8, nil, []int64{int64(i)}); err != nil {
+			return nil, err
+		}
+	}
+	shape, views, err := operandViews(s.Name, cast[0], cast[1], cast[2], codes[0], codes[1], codes[2])
+	if err != nil {
+		return nil, err
+	}
+	who, err := winnersOut(s, outs, 1, dtype.Int8, shape)
+	if err != nil {
+		return nil, err
+	}
+	if err := clamper(c.Backend).ClampSelect(who, views[0], views[1], views[2], views[3], views[4], views[5]); err != nil {
+		return nil, err
+	}
+	return []*tensor.Tensor{vals[0], who}, nil
+}
+
+// reductionWinners is Winners of a selecting reduction: its outputs and the
+// positions its forward finds, copied into the outs given.
+func reductionWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if len(in) != 1 || in[0] == nil {
+		return nil, errs.Valuef("%s takes 1 input", s.Name)
+	}
+	res, aux, err := s.forward(c, s, in, attrs)
+	if err != nil {
+		return nil, err
+	}
+	idx, ok := aux.(*tensor.Tensor)
+	if !ok || idx == nil {
+		return nil, errs.Valuef("%s: its forward kept no winner positions", s.Name)
+	}
+	res = append(res, idx)
+	if outs == nil {
+		return res, nil
+	}
+	for i, o := range outs {
+		if o == nil {
+			continue
+		}
+		if err := checkOutMatches(s, o, res[i].ShapeRef(), res[i].Dtype()); err != nil {
+			return nil, err
+		}
+	}
+	for i, o := range outs {
+		if o != nil {
+			if err := c.Backend.Cast(o, res[i]); err != nil {
+				return nil, err
+			}
+			res[i] = o
+		}
+	}
+	return res, nil
+}
+
+// winnersOut is the tensor the winners go into: outs[i] when given (of
+// exactly dt and shape), else a fresh one.
+func winnersOut(s *spec, outs []*tensor.Tensor, i int, dt dtype.Dtype, shape []int) (*tensor.Tensor, error) {
+	if outs == nil || outs[i] == nil {
+		return tensor.Empty(dt, shape)
+	}
+	if err := checkOutMatches(s, outs[i], shape, dt); err != nil {
+		return nil, err
+	}
+	return outs[i], nil
+}

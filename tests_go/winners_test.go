@@ -1,0 +1,131 @@
+package tests_go
+
+// ops.Winners: where each output of a min/max family op came from (the
+// data the PyTorch and JAX bridges differentiate with), against the
+// selection rule restated in the test (winsF) on data with ties, NaN and
+// signed zeros, with broadcasting; and into given out= tensors.
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/ops"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+var winnerVals = []float64{1, 2, math.NaN(), 0, math.Copysign(0, -1), 2, math.Inf(-1), 5}
+
+func TestWinnersBinary(t *testing.T) {
+	nan := math.NaN()
+	a := fromVals(t, dtype.Float64, []int{2, 4}, winnerVals...)
+	b := fromVals(t, dtype.Float32, []int{4}, 1, nan, nan, math.Copysign(0, -1))
+	for _, tc := range []struct {
+		name string
+		rule selRule
+	}{{"minimum", selMin}, {"maximum", selMax}, {"fmin", selFMin}, {"fmax", selFMax}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := ops.Winners(nil, opID(tc.name), ts(a, b), nil, nil)
+			require.NoError(t, err)
+			require.Len(t, res, 2)
+			want, err := ops.Call(nil, opID(tc.name), ts(a, b), nil)
+			require.NoError(t, err)
+			requireBitsEqual(t, want, res[0], false)
+			mask := res[1]
+			require.Equal(t, dtype.Bool, mask.Dtype())
+			requireShape(t, []int{2, 4}, mask.Shape())
+			bv := b.Float64s()
+			for i, m := range mask.Int64s() {
+				require.Equal(t, winsF(tc.rule, winnerVals[i], bv[i%4]), m == 1, "element %d", i)
+			}
+		})
+	}
+}
+
+func TestWinnersClamp(t *testing.T) {
+	x := fromVals(t, dtype.Float32, []int{8}, winnerVals...)
+	lo := fromVals(t, dtype.Float32, []int{}, 0)
+	hi := fromVals(t, dtype.Float32, []int{8}, 1, 1, 1, 1, 1, 3, 1, 0)
+	res, err := ops.Winners(nil, opID("clamp"), ts(x, lo, hi), nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, dtype.Int8, res[1].Dtype())
+	hv := hi.Float64s()
+	for i, code := range res[1].Int64s() {
+		// clamp is maximum(x, lo), then minimum with hi: the winner of the last.
+		want := int64(0)
+		if !winsF(selMax, winnerVals[i], 0) {
+			want = 1
+		}
+		inner := math.Max(winnerVals[i], 0)
+		if want == 0 {
+			inner = winnerVals[i]
+		}
+		if !winsF(selMin, inner, hv[i]) {
+			want = 2
+		}
+		require.Equal(t, want, code, "element %d", i)
+	}
+	// Only an upper bound: nothing ever wins as the missing lower one.
+	res, err = ops.Winners(nil, opID("clamp"), ts(x, nil, hi), nil, nil)
+	require.NoError(t, err)
+	for i, code := range res[1].Int64s() {
+		require.NotEqual(t, int64(1), code, "element %d", i)
+	}
+}
+
+func TestWinnersReductions(t *testing.T) {
+	x := fromVals(t, dtype.Float64, []int{2, 4}, winnerVals...)
+	for _, tc := range []struct {
+		name string
+		rule selRule
+	}{{"amin", selMin}, {"amax", selMax}, {"nanmin", selFMin}, {"nanmax", selFMax}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// over dim 1, keepdim false: attrs keepdim, ndims, dims...
+			res, err := ops.Winners(nil, opID(tc.name), ts(x), []int64{0, 1, 1}, nil)
+			require.NoError(t, err)
+			requireShape(t, []int{2}, res[0].Shape())
+			requireShape(t, []int{2, 1}, res[1].Shape()) // positions: the keepdim shape
+			for row, pos := range res[1].Int64s() {
+				w := 0
+				for k := 1; k < 4; k++ {
+					if !winsF(tc.rule, winnerVals[row*4+w], winnerVals[row*4+k]) {
+						w = k
+					}
+				}
+				require.Equal(t, int64(w), pos, "row %d", row)
+			}
+			// every dim: one position among all 8 elements, row-major
+			res, err = ops.Winners(nil, opID(tc.name), ts(x), []int64{1, 2, 0, 1}, nil)
+			require.NoError(t, err)
+			requireShape(t, []int{1, 1}, res[0].Shape())
+			w := 0
+			for k := 1; k < 8; k++ {
+				if !winsF(tc.rule, winnerVals[w], winnerVals[k]) {
+					w = k
+				}
+			}
+			require.Equal(t, []int64{int64(w)}, res[1].Int64s())
+		})
+	}
+}
+
+func TestWinnersIntoOuts(t *testing.T) {
+	a := fromVals(t, dtype.Float32, []int{4}, 1, 2, 3, 4)
+	b := fromVals(t, dtype.Float32, []int{4}, 2, 2, 2, 2)
+	y := must(t)(tensor.Empty(dtype.Float32, []int{4}))
+	m := must(t)(tensor.Empty(dtype.Bool, []int{4}))
+	res, err := ops.Winners(nil, opID("minimum"), ts(a, b), nil, ts(y, m))
+	require.NoError(t, err)
+	require.Same(t, y, res[0])
+	require.Same(t, m, res[1])
+	require.Equal(t, []float64{1, 2, 2, 2}, y.Float64s())
+	require.Equal(t, []int64{1, 1, 0, 0}, m.Int64s())
+
+	bad := must(t)(tensor.Empty(dtype.Int8, []int{4}))
+	_, err = ops.Winners(nil, opID("minimum"), ts(a, b), nil, ts(y, bad))
+	require.Error(t, err)
+	_, err = ops.Winners(nil, opID("add"), ts(a, b), nil, nil)
+	require.ErrorContains(t, err, "no winners")
+}
