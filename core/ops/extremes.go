@@ -53,21 +53,21 @@ position gets the whole gradient (ties are not split).`})
 		returns: extremeValues, numpy: []string{"amax", "max", "maximum.reduce"}, bridges: allBridges,
 		doc: `The largest element over dim: the mirror of amin (the first NaN, else the first largest).`})
 	argminOp = defineExtreme(extremeRecord{name: "argmin", rule: backend.RuleMin, returns: extremeIndex,
-		numpy: []string{"argmin"}, bridges: []string{"jax", "dask"},
+		numpy: []string{"argmin"}, bridges: allBridges,
 		doc: `The int64 position of amin's winner along dim (flat index when None).
 
 Equal to NumPy's argmin, NaN included (the first NaN wins). No gradient.`})
 	argmaxOp = defineExtreme(extremeRecord{name: "argmax", rule: backend.RuleMax, returns: extremeIndex,
-		numpy: []string{"argmax"}, bridges: []string{"jax", "dask"},
+		numpy: []string{"argmax"}, bridges: allBridges,
 		doc: `The int64 position of amax's winner (see argmin).`})
 	minOp = defineExtreme(extremeRecord{name: "min", node: "MinBackward", rule: backend.RuleMin,
-		returns: extremeBoth, whole: "amin",
+		returns: extremeBoth, whole: "amin", bridges: []string{"torch"},
 		doc: `min(x) is amin over all dims; min(x, dim) returns (values, indices).
 
 As torch.min(x, dim): a MinMaxResult of the winners and their int64
 positions along dim; the gradient goes to the winners.`})
 	maxOp = defineExtreme(extremeRecord{name: "max", node: "MaxBackward", rule: backend.RuleMax,
-		returns: extremeBoth, whole: "amax",
+		returns: extremeBoth, whole: "amax", bridges: []string{"torch"},
 		doc: `The mirror of min: amax, or (values, indices) over dim.`})
 )
 

@@ -12,6 +12,7 @@
  *               hands back (drain_pending)
  *   autograd.c  backward and autograd.grad's common forms, Run
  *   dlpack.c    DLPack capsules
+ *   lent.c      ops on other frameworks' tensors' memory (pylucid.torch)
  * Every symbol is hidden (the build compiles with -fvisibility=hidden):
  * only PyInit__hot is exported.
  *
@@ -95,6 +96,9 @@ PyObject *hot_flush(PyObject *mod, PyObject *unused);
 PyObject *hot_pending(PyObject *mod, PyObject *unused);
 PyObject *hot_gc_started(PyObject *mod, PyObject *unused);
 PyObject *hot_release(PyObject *mod, PyObject *t);
+
+/* ---- lent.c ---- */
+PyObject *hot_lent(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 
 /* ---- call.c ---- */
 /* An op whose result has at most this many elements keeps the GIL through

@@ -136,6 +136,8 @@ static PyMethodDef hot_methods[] = {
     {"reduce_all", hot_reduce_all, METH_VARARGS, "reduce_all(op, a, keepdim): a one-output reduction over all dims."},
     {"call", (PyCFunction)(void (*)(void))hot_call, METH_FASTCALL,
      "call(op, ins, attrs, out, nout, nograd): any op; its results owned before anything can raise."},
+    {"lent", (PyCFunction)(void (*)(void))hot_lent, METH_FASTCALL,
+     "lent(op, winners, ins, attrs, outs, codes): an op on other tensors' memory, into outs (lucid_op_lent)."},
     {"call_jvp", (PyCFunction)(void (*)(void))hot_call_jvp, METH_FASTCALL,
      "call_jvp(op, ins, tangents, attrs, nout): (outputs, tangents) of forward mode's call."},
     {"detach", hot_detach, METH_O, "detach(t): a Tensor sharing t's memory outside any graph."},

@@ -176,7 +176,7 @@ def build_inplace(native: pathlib.Path) -> pathlib.Path:
 HOT_MODULE = "pylucid._hot"
 # The C sources of pylucid._hot, one file per room (python/csrc/hot.h).
 HOT_DIR = _HERE.parent / "csrc"
-HOT_FILES = ("module.c", "tensor.c", "call.c", "op.c", "ndarray.c", "autograd.c", "dlpack.c")
+HOT_FILES = ("module.c", "tensor.c", "call.c", "op.c", "ndarray.c", "autograd.c", "dlpack.c", "lent.c")
 
 
 def hot_sources(root: pathlib.Path = _HERE.parent.parent) -> list[str]:

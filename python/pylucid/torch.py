@@ -1,6 +1,7 @@
 """pylucid's min/max family for PyTorch: ``minimum``, ``maximum``, ``fmin``,
-``fmax``, ``clamp``, ``amin`` and ``amax`` on CPU torch tensors, with
-torch's signatures and pylucid's rules (docs/semantics.md).
+``fmax``, ``clamp``, ``amin``, ``amax``, ``argmin``, ``argmax``, ``min`` and
+``max`` on CPU torch tensors, with torch's signatures (``out=`` included) and
+pylucid's rules (docs/semantics.md).
 
     >>> import torch, pylucid.torch as plt
     >>> a = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -8,68 +9,88 @@ torch's signatures and pylucid's rules (docs/semantics.md).
     >>> a.grad            # the tie goes whole to the first operand
     tensor([1., 1.])
 
-Each function is a ``torch.autograd.Function``: its forward and backward
-run pylucid's kernels on the torch tensors' own memory, shared through
-DLPack both ways (``pylucid.from_dlpack`` on the inputs, ``torch.from_dlpack``
-on the results; nothing is copied, any strides). The saved tensors are the
-torch inputs themselves. The backward is itself differentiable (double
-backward and beyond): its forward is pylucid's vector-Jacobian product and
-its backward pylucid's Jacobian-vector product (the selection masks are
-constants, so no gradient flows back to the inputs from a gradient).
+Native to PyTorch (docs/interop.md, "PyTorch"):
+
+* The kernels are ``torch.library`` ops in the namespace ``pylucid``
+  (``torch.ops.pylucid.minimum``, ``torch.ops.pylucid.minimum_winners``,
+  ...), each with a fake implementation (shape, dtype and strides without
+  data) and a vmap rule, registered from pylucid's op records. Their CPU
+  kernel runs pylucid's on the torch tensors' own memory (``data_ptr``,
+  shape and strides lent for the call, any strides, no copy) and writes
+  into a ``torch.empty`` result. ``torch.compile(fullgraph=True)`` and
+  ``torch.export`` see opaque ops, meta and FakeTensor inputs propagate.
+* Differentiation is a ``torch.autograd.Function`` (``setup_context``,
+  ``jvp``, ``generate_vmap_rule``) around the ``_winners`` ops, which return
+  the value and where it came from (pylucid's kernels: a mask, clamp's
+  winning operand, a reduction's winner positions). The backward and the
+  tangent are then torch ops on constants: a cotangent goes whole to the
+  winner (``torch.where``, a scatter), an output's tangent is the winner's
+  (``torch.where``, a gather). So every torch transform works:
+  ``torch.func.grad``/``vjp``/``jvp``/``vmap``/``jacrev``/``jacfwd``/
+  ``hessian``, forward AD, double backward, ``gradcheck`` in every mode.
+* In plain eager mode (no transform, no mode, no compiler) a call that
+  records nothing skips torch's dispatcher and runs the kernel at once.
 
 Where torch splits a gradient at a tie (``torch.amax`` splits it evenly
 among tied elements, ``torch.minimum`` halves it between equal operands,
 ``torch.clamp`` at ``x == bound``), pylucid gives it whole to the first
-operand / first position; at a NaN pylucid's rules of docs/semantics.md
-hold. On tie-free, NaN-free data values and gradients equal torch's.
+operand / first position; at a NaN pylucid's rules hold. On tie-free,
+NaN-free data values and gradients equal torch's.
 
 Dtypes: float16, bfloat16, float32, float64 (differentiable), and the
 integer and bool dtypes pylucid has (forward only). Other dtypes raise
-``TypeError``; a tensor not on the CPU raises ``RuntimeError``.
+``TypeError``; a tensor on a device other than the CPU (or meta) raises
+``RuntimeError``, also while tracing.
 
 This module imports torch; ``import pylucid`` never imports it.
 """
 
 from __future__ import annotations
 
+import builtins
+import math
 import operator
 from numbers import Number
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, cast
 
+import numpy as np
 import torch
+import torch.autograd.forward_ad as _fwd_ad
 
-from . import autograd as _ag
+from . import _hot, _lib
 from . import ops as _ops
-from ._state import MODE_GRAD, state
-from .dlpack import DLPACK_VERSION, from_dlpack as _pl_from_dlpack
-from .dlpack import _consume, _export_versioned
-from .tensor import Tensor
+from .dtypes import from_numpy_dtype
 
-__all__ = ["minimum", "maximum", "fmin", "fmax", "clamp", "amin", "amax"]
+# The ops this bridge offers: the records that list it ("torch").
+_RECORDS = {s["name"]: s for s in _lib.bridge_records("torch")}
 
-# The torch dtypes pylucid computes on; the floating ones are differentiable.
+# pylucid's dtype codes (lucid.h) of the torch dtypes it computes on; the
+# floating ones are differentiable.
+_CODES: Dict[torch.dtype, int] = {
+    torch.bool: 1, torch.uint8: 2, torch.int8: 3, torch.int16: 4, torch.int32: 5, torch.int64: 6,
+    torch.float16: 7, torch.bfloat16: 8, torch.float32: 9, torch.float64: 10}
 _FLOATING = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64})
-_SUPPORTED = _FLOATING | frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64})
+_NUMPY = {torch.bool: np.bool_, torch.uint8: np.uint8, torch.int8: np.int8, torch.int16: np.int16,
+          torch.int32: np.int32, torch.int64: np.int64, torch.float16: np.float16, torch.float32: np.float32,
+          torch.float64: np.float64}
+_TORCH = {from_numpy_dtype(np.dtype(v)).name: k for k, v in _NUMPY.items()}
+_TORCH["bfloat16"] = torch.bfloat16
 
-# A versioned (DLPack 1.0) capsule of a CPU tensor that does not require
-# grad: torch's own exporter, without the checks of Tensor.__dlpack__ (done
-# by _check); Tensor.__dlpack__(max_version=...) where it is missing.
-_torch_capsule: Callable[[torch.Tensor], Any] = getattr(
-    torch._C, "_to_dlpack_versioned", lambda t: t.__dlpack__(max_version=DLPACK_VERSION))
-_torch_from_capsule: Callable[[Any], torch.Tensor] = torch._C._from_dlpack
+Dims = Union[None, int, Sequence[int]]
+Bound = Union[None, Number, torch.Tensor]
 
 
-# ---- the exchange: torch <-> pylucid through DLPack, no copies ----
+# ---- checks and shapes (at trace time too: they read metadata only)
 
 
 def _check(name: str, t: Any, what: str) -> None:
     """Raises a clear error for what pylucid cannot compute on."""
     if not isinstance(t, torch.Tensor):
         raise TypeError("pylucid.torch.%s: %s must be a torch.Tensor, got %s" % (name, what, type(t).__name__))
-    if not t.is_cpu:
+    if t.device.type not in ("cpu", "meta"):
         raise RuntimeError("pylucid.torch.%s: %s is on device '%s'; pylucid computes on CPU tensors only "
                            "(move it with .cpu())" % (name, what, t.device))
-    if t.dtype not in _SUPPORTED:
+    if t.dtype not in _CODES:
         raise TypeError("pylucid.torch.%s: %s has dtype %s, which pylucid does not support (supported: float16, "
                         "bfloat16, float32, float64; integers and bool forward only)" % (name, what, t.dtype))
     if t.requires_grad and t.dtype not in _FLOATING:
@@ -77,293 +98,685 @@ def _check(name: str, t: Any, what: str) -> None:
                         % (name, what, t.dtype))
 
 
-def _from_torch(t: torch.Tensor) -> Tensor:
-    """A pylucid tensor over ``t``'s memory (DLPack; any strides, no copy):
-    ``pylucid.from_dlpack(t)`` without its generic checks."""
-    if t.dtype is torch.bool:
-        return _pl_from_dlpack(t.detach())  # checks that the bytes are 0/1
-    return _consume(_torch_capsule(t.detach()))
+def _same_device(name: str, xs: Sequence[Optional[torch.Tensor]]) -> None:
+    devs = {x.device for x in xs if x is not None}
+    if len(devs) > 1:
+        raise RuntimeError("pylucid.torch.%s: expected all tensors to be on the same device, got %s"
+                           % (name, ", ".join(sorted(str(d) for d in devs))))
 
 
-def _to_torch(t: Tensor) -> torch.Tensor:
-    """A torch tensor over the pylucid tensor's memory (DLPack, no copy):
-    ``torch.from_dlpack(t)``."""
-    return _torch_from_capsule(_export_versioned(t))
+def _broadcast(*shapes: Sequence[int]) -> List[int]:
+    first = list(shapes[0])
+    if all(list(s) == first for s in shapes[1:]):
+        return first
+    return list(torch.broadcast_shapes(*shapes))
 
 
-# ---- the computations, on pylucid tensors ----
-
-# An op is a function (params, *pylucid tensors) -> pylucid tensor.
-_Kernel = Callable[..., Tensor]
+_result_dtypes: Dict[Tuple[Any, ...], torch.dtype] = {}
 
 
-def _binary(op: Callable[..., Tensor]) -> _Kernel:
-    def run(params: Any, a: Tensor, b: Tensor) -> Tensor:
-        return op(a, b)
-
-    return run
-
-
-_TENSOR = object()  # marks a clamp bound passed as a tensor input
-
-
-def _clamp_kernel(params: Tuple[Any, Any], x: Tensor, *bounds: Tensor) -> Tensor:
-    lo, hi = params
-    i = 0
-    if lo is _TENSOR:
-        lo, i = bounds[0], 1
-    if hi is _TENSOR:
-        hi = bounds[i]
-    return cast(Tensor, _ops.clamp(x, lo, hi))
+def _result_dtype(name: str, *dts: torch.dtype) -> torch.dtype:
+    """The dtype pylucid's op gives for operands of dts (its promotion,
+    docs/dtypes.md), found once per combination on 0-d operands."""
+    key = (name,) + dts
+    dt = _result_dtypes.get(key)
+    if dt is None:
+        ts = [_hot.tensor_new(_CODES[d], ()) for d in dts]
+        dt = _result_dtypes[key] = _TORCH[getattr(_ops, name)(*ts).dtype.name]
+    return dt
 
 
-def _amin_kernel(params: Tuple[Any, bool], x: Tensor) -> Tensor:
-    return cast(Tensor, _ops.amin(x, params[0], params[1]))
+def _dims(name: str, dim: Dims, nd: int) -> Tuple[int, ...]:
+    """torch's dim (an int, a sequence where empty means every dim, or None:
+    every dim) as sorted non-negative dims (every dim: all of them)."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(nd))
+    ds = [dim] if not isinstance(dim, (tuple, list)) else list(dim)
+    out = set()
+    for d in ds:
+        if isinstance(d, (torch.Tensor, bool)) or not hasattr(d, "__index__"):
+            raise TypeError("pylucid.torch.%s: dim must be an int or a tuple of ints, got %s" % (name, type(d).__name__))
+        i = operator.index(d)
+        lim = builtins.max(nd, 1)
+        if not -lim <= i < lim:
+            raise IndexError("pylucid.torch.%s: dim %d is out of range for a tensor of %d dims" % (name, i, nd))
+        if nd:
+            out.add(i % nd)
+    return tuple(sorted(out))
 
 
-def _amax_kernel(params: Tuple[Any, bool], x: Tensor) -> Tensor:
-    return cast(Tensor, _ops.amax(x, params[0], params[1]))
+def _reduced(shape: Sequence[int], dims: Sequence[int], keepdim: bool) -> List[int]:
+    if keepdim:
+        return [1 if i in dims else s for i, s in enumerate(shape)]
+    return [s for i, s in enumerate(shape) if i not in dims]
 
 
-def _vjp(kernel: _Kernel, params: Any, needs: Tuple[bool, ...], g: torch.Tensor,
-         xs: Sequence[torch.Tensor], views: Optional[Sequence[Tensor]] = None) -> Tuple[Optional[torch.Tensor], ...]:
-    """pylucid's vector-Jacobian product: the gradient of each input that
-    needs one (None for the others), reduced to its shape and dtype. views:
-    pylucid tensors over xs' memory already (the forward's)."""
-    ps = [_from_torch(x) for x in xs] if views is None else [v.detach() for v in views]
-    for p, n in zip(ps, needs):
-        if n:
-            p.requires_grad_(True)
-    prev = state.mode
-    state.mode = prev | MODE_GRAD
-    try:
-        y = kernel(params, *ps)
-        # Into the fresh leaves' .grad: what grad(y, inputs, g) returns,
-        # for less work per call.
-        y.backward(_from_torch(g))
-    finally:
-        state.mode = prev
+def _check_nonempty(name: str, x: torch.Tensor, dims: Sequence[int]) -> None:
+    if any(x.shape[d] == 0 for d in dims) or (x.numel() == 0 and not dims and x.dim() == 0):
+        raise ValueError("pylucid.torch.%s: cannot reduce over a zero-size dimension (input shape %s)"
+                         % (name, tuple(x.shape)))
+
+
+def _red_attrs(dims: Sequence[int], keepdim: bool) -> Tuple[int, ...]:
+    return (int(keepdim), len(dims)) + tuple(dims)
+
+
+# ---- the kernels: pylucid's, on the torch tensors' memory
+
+
+_IDS = {s["name"]: int(s["id"]) for s in _lib.schema_table()}
+
+
+def _binary_kernel(name: str, winners: bool) -> Callable[..., Any]:
+    def kernel(a: torch.Tensor, b: torch.Tensor) -> Any:
+        shape = _broadcast(a.shape, b.shape)
+        y = torch.empty(shape, dtype=_result_dtype(name, a.dtype, b.dtype))
+        if not winners:
+            _hot.lent(_IDS[name], False, (a, b), None, (y,), _CODES)
+            return y
+        mask = torch.empty(shape, dtype=torch.bool)
+        _hot.lent(_IDS[name], True, (a, b), None, (y, mask), _CODES)
+        return y, mask
+
+    return kernel
+
+
+def _binary_fake(name: str, winners: bool) -> Callable[..., Any]:
+    def fake(a: torch.Tensor, b: torch.Tensor) -> Any:
+        shape = _broadcast(a.shape, b.shape)
+        y = a.new_empty(shape, dtype=_result_dtype(name, a.dtype, b.dtype))
+        return (y, a.new_empty(shape, dtype=torch.bool)) if winners else y
+
+    return fake
+
+
+def _clamp_dtype(name: str, x: torch.Tensor, lo: Optional[torch.Tensor], hi: Optional[torch.Tensor]) -> torch.dtype:
+    dts = [x.dtype] + [b.dtype for b in (lo, hi) if b is not None]
+    key = (name, lo is not None, hi is not None) + tuple(dts)
+    dt = _result_dtypes.get(key)
+    if dt is None:
+        ts = [_hot.tensor_new(_CODES[d], ()) for d in dts]
+        it = iter(ts[1:])
+        r = getattr(_ops, name)(ts[0], next(it) if lo is not None else None, next(it) if hi is not None else None)
+        dt = _result_dtypes[key] = _TORCH[r.dtype.name]
+    return dt
+
+
+def _clamp_shape(x: torch.Tensor, lo: Optional[torch.Tensor], hi: Optional[torch.Tensor]) -> List[int]:
+    return _broadcast(*[t.shape for t in (x, lo, hi) if t is not None])
+
+
+def _clamp_kernel(name: str, winners: bool) -> Callable[..., Any]:
+    def kernel(x: torch.Tensor, lo: Optional[torch.Tensor] = None, hi: Optional[torch.Tensor] = None) -> Any:
+        shape = _clamp_shape(x, lo, hi)
+        y = torch.empty(shape, dtype=_clamp_dtype(name, x, lo, hi))
+        if not winners:
+            _hot.lent(_IDS[name], False, (x, lo, hi), None, (y,), _CODES)
+            return y
+        code = torch.empty(shape, dtype=torch.int8)
+        _hot.lent(_IDS[name], True, (x, lo, hi), None, (y, code), _CODES)
+        return y, code
+
+    return kernel
+
+
+def _clamp_fake(name: str, winners: bool) -> Callable[..., Any]:
+    def fake(x: torch.Tensor, lo: Optional[torch.Tensor] = None, hi: Optional[torch.Tensor] = None) -> Any:
+        shape = _clamp_shape(x, lo, hi)
+        y = x.new_empty(shape, dtype=_clamp_dtype(name, x, lo, hi))
+        return (y, x.new_empty(shape, dtype=torch.int8)) if winners else y
+
+    return fake
+
+
+def _reduction_kernel(name: str, winners: bool, fake: bool = False) -> Callable[..., Any]:
+    def kernel(x: torch.Tensor, dim: List[int], keepdim: bool) -> Any:
+        dims = _dims(name, dim, x.dim())
+        _check_nonempty(name, x, dims)
+        new = x.new_empty if fake else torch.empty
+        y = new(_reduced(x.shape, dims, keepdim), dtype=x.dtype)
+        if not winners:
+            if not fake:
+                _hot.lent(_IDS[name], False, (x,), _red_attrs(dims, keepdim), (y,), _CODES)
+            return y
+        pos = new(_reduced(x.shape, dims, True), dtype=torch.int64)
+        if not fake:
+            _hot.lent(_IDS[name], True, (x,), _red_attrs(dims, keepdim), (y, pos), _CODES)
+        return y, pos
+
+    return kernel
+
+
+def _arg_kernel(name: str, fake: bool = False) -> Callable[..., Any]:
+    def kernel(x: torch.Tensor, dim: Optional[int] = None, keepdim: bool = False) -> torch.Tensor:
+        new = x.new_empty if fake else torch.empty
+        if dim is None:
+            _check_nonempty(name, x, range(x.dim()))
+            y = new([1] * x.dim() if keepdim else [], dtype=torch.int64)
+            if not fake:
+                _hot.lent(_IDS[name], False, (x.reshape(-1),), (0, 1, 0), (y.view(()),), _CODES)
+            return y
+        (d,) = _dims(name, dim, x.dim()) or (0,)
+        _check_nonempty(name, x, (d,) if x.dim() else ())
+        y = new(_reduced(x.shape, (d,), keepdim) if x.dim() else [], dtype=torch.int64)
+        if not fake:
+            if x.dim() == 0:
+                y.zero_()
+            else:
+                _hot.lent(_IDS[name], False, (x,), (int(keepdim), 1, d), (y,), _CODES)
+        return y
+
+    return kernel
+
+
+def _minmax_kernel(name: str, fake: bool = False) -> Callable[..., Any]:
+    def kernel(x: torch.Tensor, dim: int, keepdim: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+        new = x.new_empty if fake else torch.empty
+        if x.dim() == 0:
+            _dims(name, dim, 0)
+            v, i = new([], dtype=x.dtype), new([], dtype=torch.int64)
+            if not fake:
+                v.copy_(x)
+                i.zero_()
+            return v, i
+        (d,) = _dims(name, dim, x.dim())
+        _check_nonempty(name, x, (d,))
+        shape = _reduced(x.shape, (d,), keepdim)
+        v, i = new(shape, dtype=x.dtype), new(shape, dtype=torch.int64)
+        if not fake:
+            _hot.lent(_IDS[name], False, (x,), (int(keepdim), 1, d), (v, i), _CODES)
+        return v, i
+
+    return kernel
+
+
+# ---- vmap rules of the ops: the batch dimension in front, ranks aligned
+
+
+def _front(xs: Sequence[Optional[torch.Tensor]], dims: Sequence[Optional[int]]) -> List[Optional[torch.Tensor]]:
+    """Operands of an elementwise op with their batch dim moved in front and
+    padded to a common logical rank, so pylucid's broadcasting lines the
+    batch up; unbatched operands as they are."""
+    ranks = [x.dim() - (d is not None) for x, d in zip(xs, dims) if x is not None]
+    r = builtins.max(ranks) if ranks else 0
     out: List[Optional[torch.Tensor]] = []
-    for p, x, n in zip(ps, xs, needs):
-        gp = p.grad if n else None
-        out.append(_to_torch(gp) if gp is not None else torch.zeros(x.shape, dtype=x.dtype) if n else None)
-    return tuple(out)
+    for x, d in zip(xs, dims):
+        if x is None or d is None:
+            out.append(x)
+            continue
+        x = x.movedim(d, 0)
+        out.append(x.reshape((x.shape[0],) + (1,) * (r - (x.dim() - 1)) + tuple(x.shape[1:])))
+    return out
 
 
-def _jvp(kernel: _Kernel, params: Any, vs: Sequence[Optional[torch.Tensor]],
-         xs: Sequence[torch.Tensor]) -> torch.Tensor:
-    """pylucid's Jacobian-vector product: the output's tangent given the
-    inputs' tangents vs (None: zero)."""
-    ps = [_from_torch(x) for x in xs]
-    idx = [i for i, v in enumerate(vs) if v is not None]
-    tangents = [_from_torch(v) for v in vs if v is not None]  # in idx's order
+def _elementwise_vmap(op: Any, n_out: int) -> Callable[..., Any]:
+    def rule(info: Any, in_dims: Tuple[Any, ...], *xs: Any) -> Any:
+        res = op(*_front(xs, in_dims))
+        return res, ((0,) * n_out if n_out > 1 else 0)
 
-    def fn(*moving: Tensor) -> Tensor:
-        full = list(ps)
-        for i, m in zip(idx, moving):
-            full[i] = m
-        return kernel(params, *full)
-
-    if not idx:
-        y = kernel(params, *ps)
-        return torch.zeros(y.shape, dtype=_TORCH_DTYPE[y.dtype.name])
-    _, t = _ag.jvp(fn, tuple(ps[i] for i in idx), tuple(tangents))
-    return _to_torch(t)
+    return rule
 
 
-_TORCH_DTYPE = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
-                "float64": torch.float64, "bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8,
-                "int16": torch.int16, "int32": torch.int32, "int64": torch.int64}
+def _reduction_vmap(op: Any, n_out: int) -> Callable[..., Any]:
+    def rule(info: Any, in_dims: Tuple[Any, ...], x: torch.Tensor, dim: List[int], keepdim: bool) -> Any:
+        x = x.movedim(in_dims[0], 0)
+        dims = [d + 1 for d in _dims("vmap", dim, x.dim() - 1)]
+        return op(x, dims, keepdim), ((0,) * n_out if n_out > 1 else 0)
+
+    return rule
 
 
-# ---- the torch Functions ----
+def _arg_vmap(op: Any) -> Callable[..., Any]:
+    def rule(info: Any, in_dims: Tuple[Any, ...], x: torch.Tensor, dim: Optional[int] = None,
+             keepdim: bool = False) -> Any:
+        x = x.movedim(in_dims[0], 0)
+        nd = x.dim() - 1
+        if dim is None:
+            y = op(x.reshape(x.shape[0], -1), 1, False)
+            return (y.reshape((x.shape[0],) + (1,) * nd) if keepdim else y), 0
+        if nd == 0:
+            return op(x, None, False) * 0, 0  # position 0 of each element (a 0-d slice)
+        return op(x, _dims("vmap", dim, nd)[0] + 1, keepdim), 0
 
-# torch's Function base, as Any for the type checker (torch's stubs type
-# forward/backward loosely, and torch may be absent where mypy runs).
+    return rule
+
+
+def _minmax_vmap(op: Any) -> Callable[..., Any]:
+    def rule(info: Any, in_dims: Tuple[Any, ...], x: torch.Tensor, dim: int, keepdim: bool = False) -> Any:
+        x = x.movedim(in_dims[0], 0)
+        nd = x.dim() - 1
+        if nd == 0:
+            return (x.clone(), torch.zeros(x.shape, dtype=torch.int64)), (0, 0)
+        return tuple(op(x, _dims("vmap", dim, nd)[0] + 1, keepdim)), (0, 0)
+
+    return rule
+
+
+# ---- the torch.library ops, from the records
+
+_LIB = torch.library.Library("pylucid", "DEF")  # kept: the registrations live as long as it does
+
+
+def _define(name: str, schema: str, kernel: Callable[..., Any], fake: Callable[..., Any],
+            vmap: Callable[[Any], Callable[..., Any]]) -> Any:
+    _LIB.define(name + schema)
+    _LIB.impl(name, kernel, "CPU")
+    qual = "pylucid::" + name
+    torch.library.register_fake(qual)(fake)
+    op = getattr(torch.ops.pylucid, name).default
+    torch.library.register_vmap(qual)(vmap(op))
+    return op
+
+
+_OPS: Dict[str, Any] = {}
+for _name, _rec in _RECORDS.items():
+    _sig = _rec["signature"]
+    if _sig == "binary":
+        _OPS[_name] = _define(_name, "(Tensor self, Tensor other) -> Tensor", _binary_kernel(_name, False),
+                              _binary_fake(_name, False), lambda op: _elementwise_vmap(op, 1))
+        _OPS[_name + "_winners"] = _define(
+            _name + "_winners", "(Tensor self, Tensor other) -> (Tensor, Tensor)", _binary_kernel(_name, True),
+            _binary_fake(_name, True), lambda op: _elementwise_vmap(op, 2))
+    elif _sig == "clamp":
+        _OPS[_name] = _define(_name, "(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
+                              _clamp_kernel(_name, False), _clamp_fake(_name, False),
+                              lambda op: _elementwise_vmap(op, 1))
+        _OPS[_name + "_winners"] = _define(
+            _name + "_winners", "(Tensor self, Tensor? min=None, Tensor? max=None) -> (Tensor, Tensor)",
+            _clamp_kernel(_name, True), _clamp_fake(_name, True), lambda op: _elementwise_vmap(op, 2))
+    elif _sig == "reduction":
+        _OPS[_name] = _define(_name, "(Tensor self, int[] dim, bool keepdim) -> Tensor",
+                              _reduction_kernel(_name, False), _reduction_kernel(_name, False, True),
+                              lambda op: _reduction_vmap(op, 1))
+        _OPS[_name + "_winners"] = _define(
+            _name + "_winners", "(Tensor self, int[] dim, bool keepdim) -> (Tensor, Tensor)",
+            _reduction_kernel(_name, True), _reduction_kernel(_name, True, True), lambda op: _reduction_vmap(op, 2))
+    elif _sig == "arg":
+        _OPS[_name] = _define(_name, "(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+                              _arg_kernel(_name), _arg_kernel(_name, True), _arg_vmap)
+    elif _sig == "minmax":
+        _OPS[_name] = _define(_name, "(Tensor self, int dim, bool keepdim=False) -> (Tensor, Tensor)",
+                              _minmax_kernel(_name), _minmax_kernel(_name, True), _minmax_vmap)
+
+#: The torch.library ops this module registers (``torch.ops.pylucid.<name>``).
+TORCH_OPS: Tuple[str, ...] = tuple(sorted(_OPS))
+
+
+# ---- differentiation: torch ops on pylucid's winners
+
 _Function: Any = torch.autograd.Function
 
 
-class _Select(_Function):
-    """y = kernel(params, *xs); its backward is :class:`SelectionVjp`. Each
-    public function has its own subclass, named after it (its grad_fn is
-    ``MinimumBackward``, ``AmaxBackward``, ...)."""
+def _sum_to(g: torch.Tensor, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    """g reduced to shape (the un-broadcast of NumPy's rule) in dtype."""
+    if list(g.shape) != list(shape):
+        g = g.sum_to_size(shape) if len(shape) else g.sum()
+    return g if g.dtype == dtype else g.to(dtype)
+
+
+class _Selection(_Function):
+    """An elementwise selection (minimum, ..., clamp): forward is the
+    ``_winners`` op (value, then winner: a mask or clamp's code), backward
+    and tangent select by that winner. Operands absent (clamp's missing
+    bound) are None."""
+
+    generate_vmap_rule = True
 
     @staticmethod
-    def forward(ctx: Any, kernel: _Kernel, params: Any, *xs: torch.Tensor) -> torch.Tensor:
-        ctx.kernel, ctx.params = kernel, params
-        ctx.save_for_backward(*xs)
-        views = [_from_torch(x) for x in xs]
-        if any(ctx.needs_input_grad):
-            # The backward reads the inputs through the same views (fresh
-            # leaves by detach(): no new import); ctx.saved_tensors still
-            # checks that no input was modified in place meanwhile.
-            ctx.views = views
-        return _to_torch(kernel(params, *views))
+    def forward(op: Any, *xs: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+        return cast(Tuple[torch.Tensor, torch.Tensor], op(*xs))
 
     @staticmethod
-    def backward(ctx: Any, g: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
-        xs = ctx.saved_tensors
-        needs = ctx.needs_input_grad[2:]
-        grads: Tuple[Optional[torch.Tensor], ...]
-        if torch.is_grad_enabled():  # create_graph: the gradients are differentiable in turn
-            grads = SelectionVjp.apply(ctx.kernel, ctx.params, needs, g, *xs)
-        else:  # the same computation, without a node nobody will differentiate
-            grads = _vjp(ctx.kernel, ctx.params, needs, g, xs, ctx.views)
-        return (None, None) + grads
-
-
-class SelectionVjp(_Function):
-    """``(g, *xs) -> the gradients of xs`` (pylucid's vector-Jacobian
-    product); its backward is :class:`SelectionJvp` to ``g``, and nothing to
-    ``xs``: the selection masks are constants."""
+    def setup_context(ctx: Any, inputs: Tuple[Any, ...], output: Tuple[torch.Tensor, torch.Tensor]) -> None:
+        xs = inputs[1:]
+        y, who = output
+        ctx.mark_non_differentiable(who)
+        ctx.save_for_backward(who)
+        ctx.save_for_forward(who)
+        ctx.metas = [(x.shape, x.dtype) if x is not None else None for x in xs]
+        ctx.out_dtype = y.dtype
 
     @staticmethod
-    def forward(ctx: Any, kernel: _Kernel, params: Any, needs: Tuple[bool, ...], g: torch.Tensor,
-                *xs: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
-        ctx.kernel, ctx.params, ctx.needs = kernel, params, needs
-        ctx.save_for_backward(*xs)
-        return _vjp(kernel, params, needs, g, xs)
+    def backward(ctx: Any, gy: torch.Tensor, _: Any) -> Tuple[Optional[torch.Tensor], ...]:
+        (who,) = ctx.saved_tensors
+        zero = gy.new_zeros(())
+        grads: List[Optional[torch.Tensor]] = [None]
+        for i, (meta, need) in enumerate(zip(ctx.metas, ctx.needs_input_grad[1:])):
+            if meta is None or not need:
+                grads.append(None)
+                continue
+            sel = (who if i == 0 else ~who) if who.dtype == torch.bool else who == i
+            grads.append(_sum_to(torch.where(sel, gy, zero), meta[0], meta[1]))
+        return tuple(grads)
 
     @staticmethod
-    def backward(ctx: Any, *vs: Optional[torch.Tensor]) -> Tuple[Optional[torch.Tensor], ...]:
-        xs = ctx.saved_tensors
-        dg = None
-        if ctx.needs_input_grad[3]:
-            dg = SelectionJvp.apply(ctx.kernel, ctx.params, ctx.needs, len(xs), *vs, *xs)
-        return (None, None, None, dg) + (None,) * len(xs)
+    def jvp(ctx: Any, _: Any, *ts: Optional[torch.Tensor]) -> Tuple[torch.Tensor, None]:
+        (who,) = ctx.saved_tensors
+        dt = ctx.out_dtype
+
+        def tangent(i: int) -> torch.Tensor:
+            t = ts[i] if i < len(ts) else None
+            return who.new_zeros((), dtype=dt) if t is None else t.to(dt)
+
+        if who.dtype == torch.bool:
+            return torch.where(who, tangent(0), tangent(1)), None
+        t = tangent(0)
+        for i in (1, 2):
+            if ctx.metas[i] is not None:
+                t = torch.where(who == i, tangent(i), t)
+        return t.expand(who.shape) if t.shape != who.shape else t, None
 
 
-class SelectionJvp(_Function):
-    """``(*vs, *xs) -> J·vs`` (pylucid's Jacobian-vector product); its
-    backward is :class:`SelectionVjp` to ``vs``, and nothing to ``xs``."""
+def _layout(shape: Sequence[int], dims: Sequence[int]) -> Tuple[List[int], List[int], List[int]]:
+    """The permutation that puts a reduction's slices last (kept dims, then
+    the reduced ones in order), its inverse, and the kept dims' sizes."""
+    kept = [i for i in range(len(shape)) if i not in dims]
+    perm = kept + list(dims)
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return perm, inv, [shape[i] for i in kept]
+
+
+class _Reduction(_Function):
+    """amin and its kin: forward is the ``_winners`` op (value, then each
+    slice's winner position), backward scatters the cotangent to it and
+    the tangent gathers the winner's."""
+
+    generate_vmap_rule = True
 
     @staticmethod
-    def forward(ctx: Any, kernel: _Kernel, params: Any, needs: Tuple[bool, ...], n: int,
-                *args: Optional[torch.Tensor]) -> torch.Tensor:
-        vs, xs = args[:n], args[n:]
-        ctx.kernel, ctx.params, ctx.needs, ctx.n = kernel, params, needs, n
-        ctx.save_for_backward(*xs)
-        return _jvp(kernel, params, [v if need else None for v, need in zip(vs, needs)],
-                    cast(Sequence[torch.Tensor], xs))
+    def forward(op: Any, x: torch.Tensor, dims: Tuple[int, ...], keepdim: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        return cast(Tuple[torch.Tensor, torch.Tensor], op(x, list(dims), keepdim))
 
     @staticmethod
-    def backward(ctx: Any, w: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
-        xs = ctx.saved_tensors
-        n: int = ctx.n
-        needs = tuple(a and b for a, b in zip(ctx.needs, ctx.needs_input_grad[4:4 + n]))
-        dvs: Tuple[Optional[torch.Tensor], ...] = (None,) * n
-        if any(needs):
-            dvs = tuple(SelectionVjp.apply(ctx.kernel, ctx.params, needs, w, *xs))
-        return (None, None, None, None) + dvs + (None,) * n
+    def setup_context(ctx: Any, inputs: Tuple[Any, ...], output: Tuple[torch.Tensor, torch.Tensor]) -> None:
+        _, x, dims, keepdim = inputs
+        y, pos = output
+        ctx.mark_non_differentiable(pos)
+        ctx.save_for_backward(pos)
+        ctx.save_for_forward(pos)
+        ctx.shape, ctx.dims, ctx.y_shape = list(x.shape), dims, list(y.shape)
+
+    @staticmethod
+    def backward(ctx: Any, gy: torch.Tensor, _: Any) -> Tuple[Optional[torch.Tensor], ...]:
+        (pos,) = ctx.saved_tensors
+        perm, inv, kept = _layout(ctx.shape, ctx.dims)
+        n = math.prod(ctx.shape[d] for d in ctx.dims)
+        z = gy.new_zeros(kept + [n]).scatter(-1, pos.reshape(kept + [1]), gy.reshape(kept + [1]))
+        g = z.reshape(kept + [ctx.shape[d] for d in ctx.dims]).permute(inv)
+        return None, g, None, None
+
+    @staticmethod
+    def jvp(ctx: Any, _: Any, t: Optional[torch.Tensor], *rest: Any) -> Tuple[torch.Tensor, None]:
+        (pos,) = ctx.saved_tensors
+        perm, _inv, kept = _layout(ctx.shape, ctx.dims)
+        flat = t.permute(perm).reshape(kept + [-1])
+        return flat.gather(-1, pos.reshape(kept + [1])).reshape(ctx.y_shape), None
 
 
-# ---- the public functions ----
+class _MinMaxDim(_Function):
+    """min/max over one dim: (values, indices); the indices are the winners."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(op: Any, x: torch.Tensor, dim: int, keepdim: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        return cast(Tuple[torch.Tensor, torch.Tensor], op(x, dim, keepdim))
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: Tuple[Any, ...], output: Tuple[torch.Tensor, torch.Tensor]) -> None:
+        _, x, dim, keepdim = inputs
+        ctx.mark_non_differentiable(output[1])
+        ctx.save_for_backward(output[1])
+        ctx.save_for_forward(output[1])
+        ctx.shape, ctx.dim, ctx.keepdim = list(x.shape), dim, keepdim
+
+    @staticmethod
+    def backward(ctx: Any, gv: torch.Tensor, _: Any) -> Tuple[Optional[torch.Tensor], ...]:
+        (idx,) = ctx.saved_tensors
+        if not ctx.shape:
+            return None, gv, None, None
+        if not ctx.keepdim:
+            gv, idx = gv.unsqueeze(ctx.dim), idx.unsqueeze(ctx.dim)
+        return None, gv.new_zeros(ctx.shape).scatter(ctx.dim, idx, gv), None, None
+
+    @staticmethod
+    def jvp(ctx: Any, _: Any, t: torch.Tensor, *rest: Any) -> Tuple[torch.Tensor, None]:
+        (idx,) = ctx.saved_tensors
+        if not ctx.shape:
+            return t, None
+        i = idx if ctx.keepdim else idx.unsqueeze(ctx.dim)
+        v = t.gather(ctx.dim, i)
+        return (v if ctx.keepdim else v.squeeze(ctx.dim)), None
 
 
-_FUNCTIONS: dict[str, Any] = {name: type(name.capitalize(), (_Select,), {"__doc__": "pylucid.torch.%s as a torch Function." % name,
-                                                             "__module__": __name__})
-              for name in ("minimum", "maximum", "fmin", "fmax", "clamp", "amin", "amax")}
+def _function(base: Any, name: str) -> Any:
+    """base's subclass for op name: its grad_fn is ``MinimumBackward``, ..."""
+    return type(name.capitalize(), (base,), {"__module__": __name__,
+                                            "__doc__": "pylucid.torch.%s as a torch Function." % name})
 
 
-def _apply(name: str, kernel: _Kernel, params: Any, xs: Sequence[torch.Tensor],
-           what: Sequence[str] = ("input", "other")) -> torch.Tensor:
-    for x, w in zip(xs, what):
-        _check(name, x, w)
-    return cast(torch.Tensor, _FUNCTIONS[name].apply(kernel, params, *xs))
+# ---- when to record: any input that could carry a gradient or tangent
+
+_is_wrapped: Callable[[torch.Tensor], bool] = torch._C._functorch.is_functorch_wrapped_tensor
+_dispatch_modes: Callable[[], int] = torch._C._len_torch_dispatch_stack
+_function_modes: Callable[[], bool] = torch._C._is_torch_function_mode_enabled
+_is_compiling: Callable[[], bool] = torch.compiler.is_compiling
 
 
-_MINIMUM, _MAXIMUM = _binary(_ops.minimum), _binary(_ops.maximum)
-_FMIN, _FMAX = _binary(_ops.fmin), _binary(_ops.fmax)
+def _mode(xs: Sequence[Optional[torch.Tensor]]) -> int:
+    """0: plain eager, nothing to record (call the kernel directly); 1: call
+    the op (a mode, a tracer, a transform may be watching); 2: record (the
+    Function)."""
+    if _is_compiling():
+        return 2 if torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in xs) else 1
+    direct = True
+    for x in xs:
+        if x is None:
+            continue
+        if (x.requires_grad and torch.is_grad_enabled()) or _is_wrapped(x):
+            return 2
+        if type(x) is not torch.Tensor or not x.is_cpu:
+            direct = False
+    if _fwd_ad._current_level >= 0:
+        return 2
+    if not direct or _dispatch_modes() or _function_modes():
+        return 1
+    return 0
 
 
-def minimum(input: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
-    """``torch.minimum`` by pylucid's rule: ``input`` wins where
-    ``input <= other`` or ``input`` is NaN; the gradient goes whole to the
-    winner (a tie to ``input``; torch halves it)."""
-    return _apply("minimum", _MINIMUM, None, (input, other))
+def _write_out(name: str, y: torch.Tensor, out: torch.Tensor, xs: Sequence[Optional[torch.Tensor]]) -> torch.Tensor:
+    if not torch.can_cast(y.dtype, out.dtype):
+        raise RuntimeError("pylucid.torch.%s: result type %s can't be cast to the desired output type %s"
+                           % (name, y.dtype, out.dtype))
+    if list(out.shape) != list(y.shape):
+        out.resize_(y.shape)
+    return out.copy_(y)
 
 
-def maximum(input: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
-    """``torch.maximum`` by pylucid's rule: the mirror of :func:`minimum` (``>=``, ties to ``input``)."""
-    return _apply("maximum", _MAXIMUM, None, (input, other))
+def _refuse_out_grad(name: str, xs: Sequence[Optional[torch.Tensor]]) -> None:
+    if torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in xs):
+        raise RuntimeError("pylucid.torch.%s(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad." % name)
 
 
-def fmin(input: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
-    """``torch.fmin``: NaN is ignored (``input`` wins where ``input <= other``
-    or ``other`` is NaN); the gradient goes whole to the winner."""
-    return _apply("fmin", _FMIN, None, (input, other))
+def _check_out(name: str, out: Any) -> None:
+    if not isinstance(out, torch.Tensor):
+        raise TypeError("pylucid.torch.%s: out must be a torch.Tensor, got %s" % (name, type(out).__name__))
+    if out.device.type not in ("cpu", "meta"):
+        raise RuntimeError("pylucid.torch.%s: out is on device '%s'; pylucid computes on CPU tensors only"
+                           % (name, out.device))
 
 
-def fmax(input: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
-    """``torch.fmax``: the mirror of :func:`fmin` (``>=``)."""
-    return _apply("fmax", _FMAX, None, (input, other))
+# ---- the public functions, from the records
 
 
-Bound = Union[None, Number, torch.Tensor]
+def _binary_fn(name: str) -> Callable[..., torch.Tensor]:
+    value_op, winners_op = _OPS[name], _OPS[name + "_winners"]
+    kernel = _binary_kernel(name, False)
+    function = _function(_Selection, name)
+
+    def fn(input: torch.Tensor, other: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        _check(name, input, "input")
+        _check(name, other, "other")
+        xs = (input, other)
+        if input.device != other.device:
+            _same_device(name, xs)
+        if out is not None:
+            _check_out(name, out)
+            _refuse_out_grad(name, xs)
+        m = _mode(xs)
+        if m == 2:
+            y = function.apply(winners_op, input, other)[0]
+        elif m == 1:
+            y = value_op(input, other)
+        else:
+            y = kernel(input, other)
+        return y if out is None else _write_out(name, y, out, xs)
+
+    return fn
 
 
-def clamp(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.Tensor:
-    """``torch.clamp``: exactly ``minimum(maximum(input, min), max)`` (a
-    missing bound is skipped; not both). Bounds are numbers or tensors
-    broadcasting with ``input``; tensor bounds get gradients where they win.
-    At ``input == bound`` the gradient goes to ``input``; with ``min > max``
-    every non-NaN element is ``max``."""
-    if min is None and max is None:
-        raise ValueError("pylucid.torch.clamp: at least one of min and max must not be None")
-    xs = [input]
-    what = ["input"]
-    lo: Any = min
-    hi: Any = max
-    if isinstance(min, torch.Tensor):
-        xs.append(min)
-        what.append("min")
-        lo = _TENSOR
-    if isinstance(max, torch.Tensor):
-        xs.append(max)
-        what.append("max")
-        hi = _TENSOR
-    for name, b in (("min", lo), ("max", hi)):
-        if b is not None and b is not _TENSOR and (isinstance(b, bool) or not isinstance(b, (int, float))):
-            raise TypeError("pylucid.torch.clamp: %s must be None, a number or a torch.Tensor, got %s"
-                            % (name, type(b).__name__))
-    return _apply("clamp", _clamp_kernel, (lo, hi), xs, what)
+def _as_bound(name: str, which: str, b: Any, x: torch.Tensor, other: Any) -> Optional[torch.Tensor]:
+    """A clamp bound as a tensor: a number becomes a 0-d tensor of the
+    dtype pylucid's rule gives the result (a Python number is weak: it
+    takes x's dtype when x's kind can hold it, docs/dtypes.md)."""
+    if b is None or isinstance(b, torch.Tensor):
+        if b is not None:
+            _check(name, b, which)
+        return b
+    if isinstance(b, bool) or not isinstance(b, (int, float)):
+        raise TypeError("pylucid.torch.%s: %s must be None, a number or a torch.Tensor, got %s"
+                        % (name, which, type(b).__name__))
+    key = (name, "scalar", which, x.dtype, type(b), other.dtype if isinstance(other, torch.Tensor) else type(other))
+    dt = _result_dtypes.get(key)
+    if dt is None:
+        xt = _hot.tensor_new(_CODES[x.dtype], ())
+        bt = _hot.scalar(b)
+        ot = _hot.tensor_new(_CODES[other.dtype], ()) if isinstance(other, torch.Tensor) else (
+            None if other is None else _hot.scalar(other))
+        args = (xt, bt, ot) if which == "min" else (xt, ot, bt)
+        dt = _result_dtypes[key] = _TORCH[getattr(_ops, name)(*args).dtype.name]
+    return torch.tensor(b, dtype=dt, device=x.device)
 
 
-Dims = Union[None, int, Sequence[int]]
+def _clamp_fn(name: str) -> Callable[..., torch.Tensor]:
+    value_op, winners_op = _OPS[name], _OPS[name + "_winners"]
+    kernel = _clamp_kernel(name, False)
+    function = _function(_Selection, name)
+
+    def fn(input: torch.Tensor, min: Bound = None, max: Bound = None, *,
+           out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        _check(name, input, "input")
+        if min is None and max is None:
+            raise ValueError("pylucid.torch.%s: at least one of min and max must not be None" % name)
+        lo = _as_bound(name, "min", min, input, max)
+        hi = _as_bound(name, "max", max, input, min)
+        xs = (input, lo, hi)
+        _same_device(name, xs)
+        if out is not None:
+            _check_out(name, out)
+            _refuse_out_grad(name, xs)
+        m = _mode(xs)
+        if m == 2:
+            y = function.apply(winners_op, input, lo, hi)[0]
+        elif m == 1:
+            y = value_op(input, lo, hi)
+        else:
+            y = kernel(input, lo, hi)
+        return y if out is None else _write_out(name, y, out, xs)
+
+    return fn
 
 
-def _dims(name: str, dim: Dims) -> Any:
-    """torch's dim (an int, a sequence where empty means every dim, or None:
-    every dim, as recent torch takes it) as pylucid's (None for every dim)."""
-    if dim is None:
-        return None
-    if isinstance(dim, (tuple, list)):
-        return None if len(dim) == 0 else tuple(operator.index(d) for d in dim)
-    if isinstance(dim, (torch.Tensor, bool)) or not hasattr(dim, "__index__"):
-        raise TypeError("pylucid.torch.%s: dim must be an int or a tuple of ints, got %s" % (name, type(dim).__name__))
-    return operator.index(cast(int, dim))
+def _reduction_fn(name: str) -> Callable[..., torch.Tensor]:
+    value_op, winners_op = _OPS[name], _OPS[name + "_winners"]
+    kernel = _reduction_kernel(name, False)
+    function = _function(_Reduction, name)
+
+    def fn(input: torch.Tensor, dim: Dims = (), keepdim: bool = False, *,
+           out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        _check(name, input, "input")
+        dims = _dims(name, dim, input.dim())
+        keepdim = bool(keepdim)
+        if out is not None:
+            _check_out(name, out)
+            _refuse_out_grad(name, (input,))
+        m = _mode((input,))
+        if m == 2:
+            y = function.apply(winners_op, input, dims, keepdim)[0]
+        elif m == 1:
+            y = value_op(input, list(dims), keepdim)
+        else:
+            y = kernel(input, list(dims), keepdim)
+        return y if out is None else _write_out(name, y, out, (input,))
+
+    return fn
 
 
-def _reduction(name: str, kernel: _Kernel, input: torch.Tensor, dim: Dims, keepdim: bool) -> torch.Tensor:
-    dims = _dims(name, dim)
-    if dims is not None and isinstance(input, torch.Tensor) and input.dim() == 0:
-        # torch takes dim 0 or -1 of a 0-d tensor as the tensor itself
-        for d in (dims,) if isinstance(dims, int) else dims:
-            if d not in (0, -1):
-                raise IndexError("pylucid.torch.%s: dim %d is out of range for a 0-d tensor (0 or -1)" % (name, d))
-        dims = None
-    return _apply(name, kernel, (dims, bool(keepdim)), (input,))
+def _arg_fn(name: str) -> Callable[..., torch.Tensor]:
+    op = _OPS[name]
+    kernel = _arg_kernel(name)
+
+    def fn(input: torch.Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
+           out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        _check(name, input, "input")
+        if dim is not None:
+            _dims(name, dim, input.dim())  # TypeError/IndexError before any work
+        if out is not None:
+            _check_out(name, out)
+        y = kernel(input, dim, bool(keepdim)) if _mode((input,)) == 0 else op(input, dim, bool(keepdim))
+        return y if out is None else _write_out(name, y, out, (input,))
+
+    return fn
 
 
-def amin(input: torch.Tensor, dim: Dims = (), keepdim: bool = False) -> torch.Tensor:
-    """``torch.amin``: the smallest element over ``dim`` (an int or a tuple;
-    ``()``, the default, reduces every dim, as in torch). Each slice's first
-    NaN, else its first smallest element, gets the whole gradient (torch
-    splits it evenly among tied elements)."""
-    return _reduction("amin", _amin_kernel, input, dim, keepdim)
+def _minmax_fn(name: str) -> Callable[..., Any]:
+    op = _OPS[name]
+    kernel = _minmax_kernel(name)
+    function = _function(_MinMaxDim, name)
+    whole = _RECORDS[name]["whole"]  # min(x): amin over every dim
+    pair = "minimum" if name == "min" else "maximum"
+    rtype = getattr(torch.return_types, name)
+
+    def fn(input: torch.Tensor, dim: Any = None, keepdim: bool = False, *,
+           out: Optional[Any] = None) -> Any:
+        if isinstance(dim, torch.Tensor):  # torch.min(input, other)
+            return _PUBLIC[pair](input, dim, out=out)
+        if dim is None:
+            return _PUBLIC[whole](input, out=out)
+        _check(name, input, "input")
+        (d,) = _dims(name, dim, input.dim()) or (0,)
+        keepdim = bool(keepdim)
+        if out is not None:
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                raise TypeError("pylucid.torch.%s: out must be a (values, indices) pair of tensors" % name)
+            for o in out:
+                _check_out(name, o)
+            _refuse_out_grad(name, (input,))
+        m = _mode((input,))
+        if m == 2:
+            v, i = function.apply(op, input, d, keepdim)
+        elif m == 1:
+            v, i = op(input, d, keepdim)
+        else:
+            v, i = kernel(input, d, keepdim)
+        if out is not None:
+            v, i = _write_out(name, v, out[0], (input,)), _write_out(name, i, out[1], (input,))
+        return rtype((v, i))
+
+    return fn
 
 
-def amax(input: torch.Tensor, dim: Dims = (), keepdim: bool = False) -> torch.Tensor:
-    """``torch.amax``: the mirror of :func:`amin` (the first largest element gets the whole gradient)."""
-    return _reduction("amax", _amax_kernel, input, dim, keepdim)
+_FORMS: Dict[str, Callable[[str], Callable[..., Any]]] = {
+    "binary": _binary_fn, "clamp": _clamp_fn, "reduction": _reduction_fn, "arg": _arg_fn, "minmax": _minmax_fn}
 
+_PUBLIC: Dict[str, Any] = {}
+__all__: List[str] = _lib.publish(_PUBLIC, list(_RECORDS.values()), _FORMS, (
+    "``torch.%s`` with pylucid's rule (torch's signature, ``out=`` included).\n\n%s"))
+globals().update(_PUBLIC)
+__all__ += ["TORCH_OPS"]
+
+if TYPE_CHECKING:  # the type checker's view of the functions set above (run-time cost: see ops.py)
+    def __getattr__(name: str) -> Callable[..., Any]: ...

@@ -1,0 +1,143 @@
+/*
+ * lent(): an op on the memory of another framework's tensors, lent for the
+ * call (lucid_op_lent): pylucid.torch's kernels. Each entry is None (an
+ * absent input: clamp's missing bound) or an object with data_ptr(), shape,
+ * stride() and dtype (a torch.Tensor), its dtype mapped to pylucid's code by
+ * the dict given. The library reads the inputs and writes the outputs in
+ * place; nothing is kept after the call, so nothing needs owning. Bad input
+ * (a dtype the dict lacks, a shape the op refuses) raises; nothing crashes.
+ */
+#include "hot.h"
+
+/* The most entries of one call, and of dims per entry (lucid.h). */
+#define LENT_MAX 5
+
+static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype;
+
+static int intern_names(void) {
+    if (s_data_ptr != NULL) return 0;
+    s_data_ptr = PyUnicode_InternFromString("data_ptr");
+    s_shape = PyUnicode_InternFromString("shape");
+    s_stride = PyUnicode_InternFromString("stride");
+    s_dtype = PyUnicode_InternFromString("dtype");
+    return (s_data_ptr && s_shape && s_stride && s_dtype) ? 0 : -1;
+}
+
+/* Reads a tuple of ints into dims; returns its length, or -1 (raised). */
+static int read_dims(PyObject *seq, int64_t *dims, const char *what) {
+    if (!PyTuple_Check(seq)) {
+        PyErr_Format(PyExc_TypeError, "pylucid: a tensor's %s is not a tuple", what);
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_Size(seq);
+    if (n > LUCID_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "pylucid: a tensor has %zd dims (at most %d)", n, LUCID_MAX_DIMS);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long v = PyLong_AsLongLong(PyTuple_GetItem(seq, i));
+        if (v == -1 && PyErr_Occurred()) return -1;
+        dims[i] = v;
+    }
+    return (int)n;
+}
+
+/* Fills e (with its shape and strides in dims) from tensor-like t; *numel
+ * gets its element count. 0, or -1 with an exception set. */
+static int read_entry(PyObject *t, PyObject *codes, lucid_out *e, int64_t *shape, int64_t *strides,
+                      int64_t *numel) {
+    memset(e, 0, sizeof *e);
+    if (t == Py_None) {
+        e->dtype = -1;
+        *numel = 0;
+        return 0;
+    }
+    int rc = -1;
+    PyObject *dt = PyObject_GetAttr(t, s_dtype);
+    PyObject *ptr = NULL, *sh = NULL, *st = NULL;
+    if (dt == NULL) goto done;
+    PyObject *code = PyDict_GetItemWithError(codes, dt); /* borrowed */
+    if (code == NULL) {
+        if (!PyErr_Occurred()) {
+            PyObject *r = PyObject_Str(dt);
+            PyErr_Format(PyExc_TypeError, "pylucid does not compute on dtype %S", r ? r : dt);
+            Py_XDECREF(r);
+        }
+        goto done;
+    }
+    ptr = PyObject_CallMethodObjArgs(t, s_data_ptr, NULL);
+    sh = PyObject_GetAttr(t, s_shape);
+    st = PyObject_CallMethodObjArgs(t, s_stride, NULL);
+    if (ptr == NULL || sh == NULL || st == NULL) goto done;
+    int nd = read_dims(sh, shape, "shape");
+    if (nd < 0) goto done;
+    if (read_dims(st, strides, "stride") != nd) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "pylucid: a tensor's stride and shape differ");
+        goto done;
+    }
+    e->data = PyLong_AsVoidPtr(ptr);
+    if (e->data == NULL && PyErr_Occurred()) goto done;
+    e->dtype = (int32_t)PyLong_AsLong(code);
+    e->ndim = nd;
+    e->shape = shape;
+    e->strides = strides;
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= shape[i];
+    *numel = n;
+    rc = 0;
+done:
+    Py_XDECREF(dt);
+    Py_XDECREF(ptr);
+    Py_XDECREF(sh);
+    Py_XDECREF(st);
+    return rc;
+}
+
+static int read_entries(PyObject *seq, PyObject *codes, lucid_out *es, int64_t (*shapes)[LUCID_MAX_DIMS],
+                        int64_t (*strides)[LUCID_MAX_DIMS], int *n, int64_t *work) {
+    if (!PyTuple_Check(seq) || PyTuple_Size(seq) > LENT_MAX) {
+        PyErr_Format(PyExc_TypeError, "pylucid: lent() takes tuples of at most %d tensors", LENT_MAX);
+        return -1;
+    }
+    *n = (int)PyTuple_Size(seq);
+    for (int i = 0; i < *n; i++) {
+        int64_t numel;
+        if (read_entry(PyTuple_GetItem(seq, i), codes, &es[i], shapes[i], strides[i], &numel) != 0) return -1;
+        if (numel > *work) *work = numel;
+    }
+    return 0;
+}
+
+PyObject *hot_lent(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "lent(op, winners, ins, attrs, outs, codes)");
+        return NULL;
+    }
+    if (forked) return fork_error();
+    if (intern_names() != 0) return NULL;
+    long op = PyLong_AsLong(args[0]);
+    int winners = PyObject_IsTrue(args[1]);
+    if ((op == -1 && PyErr_Occurred()) || winners < 0) return NULL;
+    PyObject *codes = args[5];
+    if (!PyDict_Check(codes)) {
+        PyErr_SetString(PyExc_TypeError, "lent(): codes must be a dict");
+        return NULL;
+    }
+    lucid_out ins[LENT_MAX], outs[LENT_MAX];
+    int64_t in_shapes[LENT_MAX][LUCID_MAX_DIMS], in_strides[LENT_MAX][LUCID_MAX_DIMS];
+    int64_t out_shapes[LENT_MAX][LUCID_MAX_DIMS], out_strides[LENT_MAX][LUCID_MAX_DIMS];
+    int n_in = 0, n_out = 0;
+    int64_t work = 0;
+    if (read_entries(args[2], codes, ins, in_shapes, in_strides, &n_in, &work) != 0) return NULL;
+    if (read_entries(args[4], codes, outs, out_shapes, out_strides, &n_out, &work) != 0) return NULL;
+    int64_t attrs[LUCID_MAX_DIMS + 2];
+    int n_attrs = 0;
+    if (args[3] != Py_None && (n_attrs = read_dims(args[3], attrs, "attrs")) < 0) return NULL;
+    int rc;
+    /* The tensors stay alive: the caller holds ins and outs. */
+    NATIVE_CALL(work <= GIL_KEEP_ELEMS,
+                rc = lucid_op_lent((int32_t)op, winners, ins, n_in, attrs, n_attrs, outs, n_out));
+    if (rc != 0) return status_error(rc);
+    Py_RETURN_NONE;
+}
