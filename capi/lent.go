@@ -22,10 +22,17 @@ import (
 func lucid_op_lent(id C.int32_t, winners C.int32_t, inputs *C.lucid_out, nInputs C.int32_t, attrs *C.int64_t,
 	nAttrs C.int32_t, outs *C.lucid_out, nOuts C.int32_t) (rc C.int) {
 	defer recoverPanic(&rc)
-	return status(opLent(id, winners != 0, inputs, nInputs, attrs, nAttrs, outs, nOuts))
+	return status(opLent(id, int(winners), inputs, nInputs, attrs, nAttrs, outs, nOuts))
 }
 
-func opLent(id C.int32_t, winners bool, inputs *C.lucid_out, nInputs C.int32_t, attrs *C.int64_t,
+// The forms of lucid_op_lent (its winners argument).
+const (
+	lentOp         = 0 // the op's outputs
+	lentWinners    = 1 // its outputs and winners (ops.Winners)
+	lentWinnersVJP = 2 // the operands' gradients from the winners and g (ops.WinnersVJP)
+)
+
+func opLent(id C.int32_t, form int, inputs *C.lucid_out, nInputs C.int32_t, attrs *C.int64_t,
 	nAttrs C.int32_t, outs *C.lucid_out, nOuts C.int32_t) error {
 	gateEnter()
 	if nInputs < 0 || nInputs > maxOpInputs || (nInputs > 0 && inputs == nil) {
@@ -66,7 +73,17 @@ func opLent(id C.int32_t, winners bool, inputs *C.lucid_out, nInputs C.int32_t, 
 	if err != nil {
 		return err
 	}
-	if narrowIndices(id, given) {
+	winners := form == lentWinners
+	switch {
+	case form == lentWinnersVJP:
+		if len(in) != 2 || len(as) != 0 {
+			return errs.Valuef("the winners' gradient takes the winners and g, and no attributes")
+		}
+		_, err = ops.WinnersVJP(c, int(id), in[0], in[1], given)
+		return err
+	case form != lentOp && form != lentWinners:
+		return errs.Valuef("unknown form %d of lucid_op_lent", form)
+	case narrowIndices(id, given):
 		return castOuts(c, id, winners, in, as, given)
 	}
 	if winners {

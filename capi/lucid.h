@@ -302,7 +302,12 @@ int lucid_op_n(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int
  * wins; for clamp an int8 code of the output's shape (0: x, 1: min, 2: max
  * wins); for amin, amax, nanmin, nanmax, min and max the int64 position of
  * each slice's winner among the slice's elements (row-major), in the
- * keepdim shape. docs/interop.md says how the bridges use them. */
+ * keepdim shape. With winners == 2 the inputs are those winners and a
+ * cotangent g, the outputs the operands' gradients before un-broadcasting
+ * (ops.WinnersVJP): for the binary selections ga and gb of g's shape (g
+ * where that operand won, +0 elsewhere); for the reductions g (keepdim
+ * shape) scattered to the winners, in the input's shape (the output's).
+ * docs/interop.md says how the bridges use them. */
 int lucid_op_lent(int32_t op_id, int32_t winners, const lucid_out *inputs, int32_t n_inputs,
                   const int64_t *attrs, int32_t n_attrs, const lucid_out *outs, int32_t n_outs);
 /* The id, schema version and arity of the op named by the n bytes at name

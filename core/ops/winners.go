@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/errs"
 	"github.com/pylucid/pylucid/core/tensor"
@@ -193,4 +194,70 @@ func winnersOut(s *spec, outs []*tensor.Tensor, i int, dt dtype.Dtype, shape []i
 		return nil, err
 	}
 	return outs[i], nil
+}
+
+// WinnersVJP is the transpose of the selection Winners describes: given
+// the winners who it returned and a cotangent g, each operand's gradient
+// before un-broadcasting, by pylucid's kernels (one pass).
+//
+//   - a binary selection: g has the output's shape; it returns (ga, gb) of
+//     that shape, g where a won (b won) and +0 elsewhere;
+//   - a selecting reduction: g has the keepdim shape; it returns g at each
+//     slice's winner and +0 elsewhere, in the input's shape, which outs[0]
+//     gives (outs are required here).
+//
+// outs as in Winners: one entry per returned tensor, nil for a fresh one.
+func WinnersVJP(c *Context, id int, who, g *tensor.Tensor, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if id < 0 || id >= len(byID) {
+		return nil, errs.Valuef("unknown op id %d", id)
+	}
+	s := byID[id]
+	if who == nil || g == nil {
+		return nil, errs.Valuef("%s: winners and cotangent must be given", s.Name)
+	}
+	nc := *ctxOr(c)
+	nc.GradEnabled = false
+	switch {
+	case s.Signature == "binary" && s.Rule != "":
+		if who.Dtype() != dtype.Bool {
+			return nil, errs.Typef("%s: the winners are a bool mask, got %v", s.Name, who.Dtype())
+		}
+		if outs != nil && len(outs) != 2 {
+			return nil, errs.Valuef("%s: the gradient has 2 parts, got %d out= entries", s.Name, len(outs))
+		}
+		no, err := tensor.New(dtype.Bool, nil)
+		if err != nil {
+			return nil, err
+		}
+		shape, views, err := operandViews(s.Name, who, no, g)
+		if err != nil {
+			return nil, err
+		}
+		ga, err := winnersOut(s, outs, 0, g.Dtype(), shape)
+		if err != nil {
+			return nil, err
+		}
+		gb, err := winnersOut(s, outs, 1, g.Dtype(), shape)
+		if err != nil {
+			return nil, err
+		}
+		// who <= false exactly where who is false: there b won.
+		if err := selector(nc.Backend).Route(backend.RuleMin, gb, ga, views[0], views[1], views[2]); err != nil {
+			return nil, err
+		}
+		return []*tensor.Tensor{ga, gb}, nil
+	case s.forward != nil && s.Kind == Reduction && s.Rule != "" && s.Signature != "arg":
+		if len(outs) != 1 || outs[0] == nil {
+			return nil, errs.Valuef("%s: the gradient's shape comes from its out= tensor", s.Name)
+		}
+		out := outs[0]
+		if out.Dtype() != g.Dtype() || who.Dtype() != dtype.Int64 {
+			return nil, errs.Typef("%s: the gradient takes g's dtype and int64 positions", s.Name)
+		}
+		if err := reducer(nc.Backend).Scatter(out, g, who); err != nil {
+			return nil, err
+		}
+		return outs, nil
+	}
+	return nil, errs.Valuef("%s has no winners' gradient", s.Name)
 }

@@ -1,5 +1,6 @@
 /*
- * lent(): an op on the memory of another framework's tensors, lent for the
+ * lent(op, form, ins, attrs, outs, codes): an op (form 0), its winners
+ * (1) or their gradient (2) on the memory of another framework's tensors, lent for the
  * call (lucid_op_lent): pylucid.torch's kernels. Each entry is None (an
  * absent input: clamp's missing bound) or an object with data_ptr(), shape,
  * stride() and dtype (a torch.Tensor), its dtype mapped to pylucid's code by
@@ -117,8 +118,8 @@ PyObject *hot_lent(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (forked) return fork_error();
     if (intern_names() != 0) return NULL;
     long op = PyLong_AsLong(args[0]);
-    int winners = PyObject_IsTrue(args[1]);
-    if ((op == -1 && PyErr_Occurred()) || winners < 0) return NULL;
+    long winners = PyLong_AsLong(args[1]); /* 0, 1, 2: lucid_op_lent's forms */
+    if ((op == -1 || winners == -1) && PyErr_Occurred()) return NULL;
     PyObject *codes = args[5];
     if (!PyDict_Check(codes)) {
         PyErr_SetString(PyExc_TypeError, "lent(): codes must be a dict");
@@ -137,7 +138,7 @@ PyObject *hot_lent(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     int rc;
     /* The tensors stay alive: the caller holds ins and outs. */
     NATIVE_CALL(work <= GIL_KEEP_ELEMS,
-                rc = lucid_op_lent((int32_t)op, winners, ins, n_in, attrs, n_attrs, outs, n_out));
+                rc = lucid_op_lent((int32_t)op, (int32_t)winners, ins, n_in, attrs, n_attrs, outs, n_out));
     if (rc != 0) return status_error(rc);
     Py_RETURN_NONE;
 }

@@ -48,6 +48,7 @@ This module imports torch; ``import pylucid`` never imports it.
 from __future__ import annotations
 
 import builtins
+import inspect
 import math
 import operator
 from numbers import Number
@@ -167,10 +168,17 @@ def _red_attrs(dims: Sequence[int], keepdim: bool) -> Tuple[int, ...]:
 _IDS = {s["name"]: int(s["id"]) for s in _lib.schema_table()}
 
 
+_Tensor = torch.Tensor
+
+
 def _binary_kernel(name: str, winners: bool) -> Callable[..., Any]:
     def kernel(a: torch.Tensor, b: torch.Tensor) -> Any:
-        shape = _broadcast(a.shape, b.shape)
-        y = torch.empty(shape, dtype=_result_dtype(name, a.dtype, b.dtype))
+        if a.shape == b.shape and a.dtype == b.dtype:
+            shape: Any = a.shape
+            y = torch.empty_like(a, memory_format=torch.contiguous_format)
+        else:
+            shape = _broadcast(a.shape, b.shape)
+            y = torch.empty(shape, dtype=_result_dtype(name, a.dtype, b.dtype))
         if not winners:
             _hot.lent(_IDS[name], False, (a, b), None, (y,), _CODES)
             return y
@@ -365,7 +373,12 @@ def _define(name: str, schema: str, kernel: Callable[..., Any], fake: Callable[.
     torch.library.register_fake(qual)(fake)
     op = getattr(torch.ops.pylucid, name).default
     torch.library.register_vmap(qual)(vmap(op))
+    _KERNELS[op] = kernel
     return op
+
+
+# op -> its CPU kernel, which plain eager calls run without the dispatcher.
+_KERNELS: Dict[Any, Callable[..., Any]] = {}
 
 
 _OPS: Dict[str, Any] = {}
@@ -404,6 +417,19 @@ TORCH_OPS: Tuple[str, ...] = tuple(sorted(_OPS))
 
 # ---- differentiation: torch ops on pylucid's winners
 
+# The op ids of the _winners ops (their backward's fast path).
+_WINNER_IDS: Dict[Any, int] = {_OPS[n + "_winners"]: _IDS[n] for n, r in _RECORDS.items()
+                               if r["signature"] in ("binary", "reduction")}
+_WINNER_IDS.update({_KERNELS[op]: i for op, i in list(_WINNER_IDS.items())})
+
+
+def _plain_backward(g: torch.Tensor) -> bool:
+    """Whether a backward may run pylucid's kernel on g's memory: a plain
+    CPU tensor, nothing recording the gradient (no create_graph), no
+    transform, mode or compiler watching."""
+    return (type(g) is torch.Tensor and g.is_cpu and not torch.is_grad_enabled() and not _is_compiling()
+            and not _is_wrapped(g) and not _is_legacy_batched(g) and not _dispatch_modes() and not _function_modes())
+
 _Function: Any = torch.autograd.Function
 
 
@@ -435,10 +461,17 @@ class _Selection(_Function):
         ctx.save_for_forward(who)
         ctx.metas = [(x.shape, x.dtype) if x is not None else None for x in xs]
         ctx.out_dtype = y.dtype
+        ctx.op_id = _WINNER_IDS.get(inputs[0])
 
     @staticmethod
     def backward(ctx: Any, gy: torch.Tensor, _: Any) -> Tuple[Optional[torch.Tensor], ...]:
         (who,) = ctx.saved_tensors
+        if who.dtype == torch.bool and ctx.op_id is not None and _plain_backward(gy):
+            # pylucid's route of gy by the mask: both parts in one pass
+            ga, gb = torch.empty(who.shape, dtype=gy.dtype), torch.empty(who.shape, dtype=gy.dtype)
+            _hot.lent(ctx.op_id, 2, (who, gy), None, (ga, gb), _CODES)
+            return (None,) + tuple(_sum_to(g, m[0], m[1]) if need else None
+                                   for g, m, need in zip((ga, gb), ctx.metas, ctx.needs_input_grad[1:]))
         zero = gy.new_zeros(())
         grads: List[Optional[torch.Tensor]] = [None]
         for i, (meta, need) in enumerate(zip(ctx.metas, ctx.needs_input_grad[1:])):
@@ -449,22 +482,23 @@ class _Selection(_Function):
             grads.append(_sum_to(torch.where(sel, gy, zero), meta[0], meta[1]))
         return tuple(grads)
 
-    @staticmethod
-    def jvp(ctx: Any, _: Any, *ts: Optional[torch.Tensor]) -> Tuple[torch.Tensor, None]:
-        (who,) = ctx.saved_tensors
-        dt = ctx.out_dtype
 
-        def tangent(i: int) -> torch.Tensor:
-            t = ts[i] if i < len(ts) else None
-            return who.new_zeros((), dtype=dt) if t is None else t.to(dt)
+def _selection_jvp(ctx: Any, _: Any, *ts: Optional[torch.Tensor]) -> Tuple[torch.Tensor, None]:
+    (who,) = ctx.saved_tensors
+    dt = ctx.out_dtype
 
-        if who.dtype == torch.bool:
-            return torch.where(who, tangent(0), tangent(1)), None
-        t = tangent(0)
-        for i in (1, 2):
-            if ctx.metas[i] is not None:
-                t = torch.where(who == i, tangent(i), t)
-        return t.expand(who.shape) if t.shape != who.shape else t, None
+    def tangent(i: int) -> torch.Tensor:
+        t = ts[i] if i < len(ts) else None
+        return who.new_zeros((), dtype=dt) if t is None else t.to(dt)
+
+    if who.dtype == torch.bool:
+        return torch.where(who, tangent(0), tangent(1)), None
+    t = tangent(0)
+    for i in (1, 2):
+        if ctx.metas[i] is not None:
+            t = torch.where(who == i, tangent(i), t)
+    return t.expand(who.shape) if t.shape != who.shape else t, None
+
 
 
 def _layout(shape: Sequence[int], dims: Sequence[int]) -> Tuple[List[int], List[int], List[int]]:
@@ -497,22 +531,31 @@ class _Reduction(_Function):
         ctx.save_for_backward(pos)
         ctx.save_for_forward(pos)
         ctx.shape, ctx.dims, ctx.y_shape = list(x.shape), dims, list(y.shape)
+        ctx.op_id = _WINNER_IDS.get(inputs[0])
 
     @staticmethod
     def backward(ctx: Any, gy: torch.Tensor, _: Any) -> Tuple[Optional[torch.Tensor], ...]:
         (pos,) = ctx.saved_tensors
+        if ctx.op_id is not None and _plain_backward(gy):
+            # pylucid's scatter of gy to the winners, in one pass
+            gx = torch.empty(ctx.shape, dtype=gy.dtype)
+            _hot.lent(ctx.op_id, 2, (pos, gy.reshape(pos.shape)), None, (gx,), _CODES)
+            return None, gx, None, None
         perm, inv, kept = _layout(ctx.shape, ctx.dims)
-        n = math.prod(ctx.shape[d] for d in ctx.dims)
+        n = 1
+        for d in ctx.dims:
+            n *= ctx.shape[d]
         z = gy.new_zeros(kept + [n]).scatter(-1, pos.reshape(kept + [1]), gy.reshape(kept + [1]))
         g = z.reshape(kept + [ctx.shape[d] for d in ctx.dims]).permute(inv)
         return None, g, None, None
 
-    @staticmethod
-    def jvp(ctx: Any, _: Any, t: Optional[torch.Tensor], *rest: Any) -> Tuple[torch.Tensor, None]:
-        (pos,) = ctx.saved_tensors
-        perm, _inv, kept = _layout(ctx.shape, ctx.dims)
-        flat = t.permute(perm).reshape(kept + [-1])
-        return flat.gather(-1, pos.reshape(kept + [1])).reshape(ctx.y_shape), None
+
+def _reduction_jvp(ctx: Any, _: Any, t: Optional[torch.Tensor], *rest: Any) -> Tuple[torch.Tensor, None]:
+    (pos,) = ctx.saved_tensors
+    perm, _inv, kept = _layout(ctx.shape, ctx.dims)
+    flat = t.permute(perm).reshape(kept + [-1])
+    return flat.gather(-1, pos.reshape(kept + [1])).reshape(ctx.y_shape), None
+
 
 
 class _MinMaxDim(_Function):
@@ -541,25 +584,73 @@ class _MinMaxDim(_Function):
             gv, idx = gv.unsqueeze(ctx.dim), idx.unsqueeze(ctx.dim)
         return None, gv.new_zeros(ctx.shape).scatter(ctx.dim, idx, gv), None, None
 
-    @staticmethod
-    def jvp(ctx: Any, _: Any, t: torch.Tensor, *rest: Any) -> Tuple[torch.Tensor, None]:
-        (idx,) = ctx.saved_tensors
-        if not ctx.shape:
-            return t, None
-        i = idx if ctx.keepdim else idx.unsqueeze(ctx.dim)
-        v = t.gather(ctx.dim, i)
-        return (v if ctx.keepdim else v.squeeze(ctx.dim)), None
+
+def _minmax_jvp(ctx: Any, _: Any, t: torch.Tensor, *rest: Any) -> Tuple[torch.Tensor, None]:
+    (idx,) = ctx.saved_tensors
+    if not ctx.shape:
+        return t, None
+    i = idx if ctx.keepdim else idx.unsqueeze(ctx.dim)
+    v = t.gather(ctx.dim, i)
+    return (v if ctx.keepdim else v.squeeze(ctx.dim)), None
 
 
-def _function(base: Any, name: str) -> Any:
-    """base's subclass for op name: its grad_fn is ``MinimumBackward``, ..."""
-    return type(name.capitalize(), (base,), {"__module__": __name__,
-                                            "__doc__": "pylucid.torch.%s as a torch Function." % name})
+
+_JVPS: Dict[Any, Callable[..., Any]] = {}
+
+
+_SETUP_UNDEFINED = torch.autograd.function._SingleLevelFunction.setup_context
+
+
+def _function(base: Any, name: str) -> Tuple[Any, Any, Any]:
+    """base's subclasses for op name, named after it (its grad_fn is
+    ``MinimumBackward``, ...): for torch.func transforms (setup_context,
+    the forward-mode rule, a generated vmap rule); for torch.compile, the
+    same without the forward-mode rule (dynamo does not trace a Function
+    that has one; a compiled graph has no forward mode); and for plain
+    eager calls, the classic form (forward(ctx, ...)), which torch applies
+    without binding its arguments to a signature first (~10 us a call)."""
+    attrs = {"__module__": __name__, "__doc__": "pylucid.torch.%s as a torch Function." % name}
+    jvp = staticmethod(_JVPS[base])
+    func = type(name.capitalize(), (base,), dict(attrs, jvp=jvp))
+    compiled = type(name.capitalize(), (base,), dict(attrs))
+
+    def forward(ctx: Any, *args: Any) -> Any:
+        out = base.forward(*args)
+        base.setup_context(ctx, args, out)
+        return out
+
+    eager = type(name.capitalize(), (base,), dict(attrs, jvp=jvp, forward=staticmethod(forward),
+                                                  setup_context=_SETUP_UNDEFINED, generate_vmap_rule=False))
+    return func, compiled, eager
+
+
+_transforms_active: Callable[[], bool] = torch._C._are_functorch_transforms_active
+
+
+def _apply(functions: Tuple[Any, Any, Any], *args: Any) -> Any:
+    if _is_compiling():
+        return functions[1].apply(*args)
+    if _transforms_active():
+        return functions[0].apply(*args)
+    op = args[0]
+    if not (_dispatch_modes() or _function_modes()) and all(
+            type(x) is _Tensor and x.is_cpu for x in args[1:] if isinstance(x, torch.Tensor)):
+        op = _KERNELS[op]
+    return functions[2].apply(op, *args[1:])
+
+
+_JVPS.update({_Selection: _selection_jvp, _Reduction: _reduction_jvp, _MinMaxDim: _minmax_jvp})
+for _base in _JVPS:
+    # Function.apply binds its arguments to forward's signature on every
+    # call (torch.func's form); given once, inspect finds it at once.
+    _base.forward.__signature__ = inspect.signature(_base.forward)
 
 
 # ---- when to record: any input that could carry a gradient or tangent
 
 _is_wrapped: Callable[[torch.Tensor], bool] = torch._C._functorch.is_functorch_wrapped_tensor
+# torch's older vmap (gradcheck's batched gradients): a tensor without storage
+_is_legacy_batched: Callable[[torch.Tensor], bool] = torch._C._functorch.is_legacy_batchedtensor
 _dispatch_modes: Callable[[], int] = torch._C._len_torch_dispatch_stack
 _function_modes: Callable[[], bool] = torch._C._is_torch_function_mode_enabled
 _is_compiling: Callable[[], bool] = torch.compiler.is_compiling
@@ -618,6 +709,11 @@ def _binary_fn(name: str) -> Callable[..., torch.Tensor]:
     function = _function(_Selection, name)
 
     def fn(input: torch.Tensor, other: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        if (out is None and not _is_compiling() and type(input) is _Tensor and type(other) is _Tensor
+                and input.is_cpu and other.is_cpu and not (input.requires_grad or other.requires_grad)
+                and input.dtype in _CODES and other.dtype in _CODES and _fwd_ad._current_level < 0
+                and not (_is_wrapped(input) or _is_wrapped(other) or _dispatch_modes() or _function_modes())):
+            return kernel(input, other)  # plain eager, nothing to record: no dispatcher
         _check(name, input, "input")
         _check(name, other, "other")
         xs = (input, other)
@@ -628,7 +724,7 @@ def _binary_fn(name: str) -> Callable[..., torch.Tensor]:
             _refuse_out_grad(name, xs)
         m = _mode(xs)
         if m == 2:
-            y = function.apply(winners_op, input, other)[0]
+            y = _apply(function, winners_op, input, other)[0]
         elif m == 1:
             y = value_op(input, other)
         else:
@@ -636,6 +732,24 @@ def _binary_fn(name: str) -> Callable[..., torch.Tensor]:
         return y if out is None else _write_out(name, y, out, xs)
 
     return fn
+
+
+@torch.compiler.assume_constant_result
+def _bound_dtype(name: str, which: str, x: torch.dtype, bound: type, other: Any) -> torch.dtype:
+    """The result dtype of clamp with a number bound of type bound (the
+    other bound: a tensor's dtype, a number's type or NoneType), found once
+    on 0-d operands (a constant to torch.compile)."""
+    key = (name, "scalar", which, x, bound, other)
+    dt = _result_dtypes.get(key)
+    if dt is None:
+        one = {bool: True, int: 1, float: 1.0}
+        xt = _hot.tensor_new(_CODES[x], ())
+        bt = _hot.scalar(one[bound])
+        ot = _hot.tensor_new(_CODES[other], ()) if isinstance(other, torch.dtype) else (
+            None if other is type(None) else _hot.scalar(one[other]))
+        args = (xt, bt, ot) if which == "min" else (xt, ot, bt)
+        dt = _result_dtypes[key] = _TORCH[getattr(_ops, name)(*args).dtype.name]
+    return dt
 
 
 def _as_bound(name: str, which: str, b: Any, x: torch.Tensor, other: Any) -> Optional[torch.Tensor]:
@@ -649,15 +763,8 @@ def _as_bound(name: str, which: str, b: Any, x: torch.Tensor, other: Any) -> Opt
     if isinstance(b, bool) or not isinstance(b, (int, float)):
         raise TypeError("pylucid.torch.%s: %s must be None, a number or a torch.Tensor, got %s"
                         % (name, which, type(b).__name__))
-    key = (name, "scalar", which, x.dtype, type(b), other.dtype if isinstance(other, torch.Tensor) else type(other))
-    dt = _result_dtypes.get(key)
-    if dt is None:
-        xt = _hot.tensor_new(_CODES[x.dtype], ())
-        bt = _hot.scalar(b)
-        ot = _hot.tensor_new(_CODES[other.dtype], ()) if isinstance(other, torch.Tensor) else (
-            None if other is None else _hot.scalar(other))
-        args = (xt, bt, ot) if which == "min" else (xt, ot, bt)
-        dt = _result_dtypes[key] = _TORCH[getattr(_ops, name)(*args).dtype.name]
+    other_kind = other.dtype if isinstance(other, torch.Tensor) else type(other)
+    dt = _bound_dtype(name, which, x.dtype, type(b), other_kind)
     return torch.tensor(b, dtype=dt, device=x.device)
 
 
@@ -680,7 +787,7 @@ def _clamp_fn(name: str) -> Callable[..., torch.Tensor]:
             _refuse_out_grad(name, xs)
         m = _mode(xs)
         if m == 2:
-            y = function.apply(winners_op, input, lo, hi)[0]
+            y = _apply(function, winners_op, input, lo, hi)[0]
         elif m == 1:
             y = value_op(input, lo, hi)
         else:
@@ -705,7 +812,7 @@ def _reduction_fn(name: str) -> Callable[..., torch.Tensor]:
             _refuse_out_grad(name, (input,))
         m = _mode((input,))
         if m == 2:
-            y = function.apply(winners_op, input, dims, keepdim)[0]
+            y = _apply(function, winners_op, input, dims, keepdim)[0]
         elif m == 1:
             y = value_op(input, list(dims), keepdim)
         else:
@@ -757,7 +864,7 @@ def _minmax_fn(name: str) -> Callable[..., Any]:
             _refuse_out_grad(name, (input,))
         m = _mode((input,))
         if m == 2:
-            v, i = function.apply(op, input, d, keepdim)
+            v, i = _apply(function, op, input, d, keepdim)
         elif m == 1:
             v, i = op(input, d, keepdim)
         else:
