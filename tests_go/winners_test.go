@@ -129,3 +129,38 @@ func TestWinnersIntoOuts(t *testing.T) {
 	_, err = ops.Winners(nil, opID("add"), ts(a, b), nil, nil)
 	require.ErrorContains(t, err, "no winners")
 }
+
+func TestWinnersVJP(t *testing.T) {
+	nan := math.NaN()
+	a := fromVals(t, dtype.Float64, []int{4}, 1, nan, 3, 0)
+	b := fromVals(t, dtype.Float64, []int{4}, 1, 2, nan, math.Copysign(0, -1))
+	g := fromVals(t, dtype.Float32, []int{4}, 10, 20, 30, 40)
+	for _, name := range []string{"minimum", "fmax"} {
+		res, err := ops.Winners(nil, opID(name), ts(a, b), nil, nil)
+		require.NoError(t, err)
+		grads, err := ops.WinnersVJP(nil, opID(name), res[1], g, nil)
+		require.NoError(t, err)
+		// the same as pylucid's own backward of sum(op(a, b) * g)
+		la, lb := leaf(t, contiguousCopy(t, a)), leaf(t, contiguousCopy(t, b))
+		y := must(t)(ops.Call(nil, opID(name), ts(la, lb), nil))
+		gw := must(t)(ops.Cast(nil, g, dtype.Float64))
+		require.NoError(t, ops.Backward(nil, ts(y), ts(gw), false, false))
+		requireBitsEqual(t, must(t)(ops.Cast(nil, la.Grad(), dtype.Float32)), grads[0], false, name)
+		requireBitsEqual(t, must(t)(ops.Cast(nil, lb.Grad(), dtype.Float32)), grads[1], false, name)
+	}
+	// a reduction: g scattered to each slice's winner, in the input's shape
+	x := fromVals(t, dtype.Float64, []int{2, 4}, winnerVals...)
+	res, err := ops.Winners(nil, opID("amax"), ts(x), []int64{0, 1, 1}, nil)
+	require.NoError(t, err)
+	gk := fromVals(t, dtype.Float64, []int{2, 1}, 7, 9)
+	gx := must(t)(tensor.Empty(dtype.Float64, []int{2, 4}))
+	_, err = ops.WinnersVJP(nil, opID("amax"), res[1], gk, ts(gx))
+	require.NoError(t, err)
+	want := make([]float64, 8)
+	for row, p := range res[1].Int64s() {
+		want[row*4+int(p)] = []float64{7, 9}[row]
+	}
+	require.Equal(t, want, gx.Float64s())
+	_, err = ops.WinnersVJP(nil, opID("amax"), res[1], gk, nil)
+	require.ErrorContains(t, err, "out=")
+}
