@@ -607,7 +607,7 @@ def main() -> int:
         t_pl = median_time(lambda: jax.block_until_ready(vg_pl(ja, jb)), max(3, reps // 3))
         rows.append({"case": "jax bridge minimum value_and_grad jitted 2^24 f32", "pylucid_ms": t_pl * 1e3,
                      "numpy_ms": float("nan"), "ratio_numpy": float("nan"), "target": "report (no target)",
-                     "extra": "jnp.minimum's: %.1f ms; ratio %.2fx (pure_callback copies in and out)"
+                     "extra": "jnp.minimum's: %.1f ms; ratio %.2fx (XLA FFI custom calls)"
                      % (t_jnp * 1e3, t_pl / t_jnp)})
         del ja, jb, vg_pl, vg_jnp
 

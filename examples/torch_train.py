@@ -18,7 +18,11 @@ the input (``torch.relu`` gives 0 there). Off ties, which is almost always
 with float data, the two agree bit for bit: ``--reference`` trains the same
 model with ``torch.amax``/``torch.clamp`` and prints the same losses.
 
-    python examples/torch_train.py [--steps 100] [--reference]
+``--compile`` runs the model and its loss under
+``torch.compile(fullgraph=True)``: pylucid's ops are ``torch.library`` ops,
+so the whole step is one graph (inductor's), and the losses are eager's.
+
+    python examples/torch_train.py [--steps 100] [--reference] [--compile]
 """
 
 from __future__ import annotations
@@ -52,9 +56,10 @@ def hinge_loss(logits: torch.Tensor, y: torch.Tensor, amax: Callable[..., torch.
 
 
 def train(steps: int = 100, lr: float = 0.05, seed: int = 0, reference: bool = False,
-          log_every: int = 10, verbose: bool = True) -> Dict[str, Any]:
+          log_every: int = 10, verbose: bool = True, compile: bool = False) -> Dict[str, Any]:
     """Trains the MLP; returns the final loss, the training accuracy and the
-    losses logged. ``reference`` uses torch.amax and torch.clamp instead."""
+    losses logged. ``reference`` uses torch.amax and torch.clamp instead;
+    ``compile`` runs the loss under torch.compile(fullgraph=True)."""
     amax: Callable[..., torch.Tensor] = torch.amax if reference else pt.amax
     clamp: Callable[..., torch.Tensor] = torch.clamp if reference else pt.clamp
     x, y = make_data(seed=seed)
@@ -66,10 +71,14 @@ def train(steps: int = 100, lr: float = 0.05, seed: int = 0, reference: bool = F
         h = clamp(model[0](inp), min=0.0)  # a ReLU by pylucid's clamp
         return model[1](h)
 
+    def loss_of(inp: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return hinge_loss(forward(inp), target, amax, clamp)
+
+    step_loss = torch.compile(loss_of, fullgraph=True) if compile else loss_of
     losses = []
     for step in range(steps + 1):
         opt.zero_grad()
-        loss = hinge_loss(forward(x), y, amax, clamp)
+        loss = step_loss(x, y)
         if step % log_every == 0 or step == steps:
             losses.append(loss.item())
             if verbose:
@@ -89,8 +98,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reference", action="store_true", help="torch.amax/torch.clamp instead of pylucid's")
+    ap.add_argument("--compile", action="store_true", help="the loss under torch.compile(fullgraph=True)")
     args = ap.parse_args(argv)
-    out = train(args.steps, args.lr, args.seed, args.reference)
+    out = train(args.steps, args.lr, args.seed, args.reference, compile=args.compile)
     print("final hinge loss %.6f, training accuracy %.3f (%s)"
           % (out["loss"], out["accuracy"], "torch ops" if args.reference else "pylucid.torch ops"))
     print("note: " + TIES)

@@ -44,6 +44,21 @@ def test_torch_example_trains_and_matches_torch_off_ties():
     assert "splits it evenly" in ex.TIES and "first tied" in ex.TIES
 
 
+def test_torch_example_under_torch_compile_matches_eager():
+    import pytest
+
+    pytest.importorskip("torch")
+    spec = importlib.util.spec_from_file_location("torch_train", TORCH_EXAMPLE)
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    eager = ex.train(steps=20, verbose=False, log_every=5)
+    compiled = ex.train(steps=20, verbose=False, log_every=5, compile=True)
+    # inductor may sum in another order: the same losses to float32 rounding
+    for a, b in zip(compiled["losses"], eager["losses"]):
+        assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (compiled["losses"], eager["losses"])
+    assert compiled["accuracy"] > 0.9
+
+
 def test_torch_example_main_prints_loss_and_the_tie_rule(capsys):
     import pytest
 

@@ -51,7 +51,6 @@ dtypes pylucid lacks (uint16/32/64, complex: ``TypeError``).
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import operator
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple, Union, cast
@@ -79,14 +78,6 @@ Kernel = Callable[[Sequence[Tensor], int], Tensor]
 # ---- the custom calls
 
 
-def _capsule(address: int) -> Any:
-    """A PyCapsule of a C function pointer, what register_ffi_target takes."""
-    new = ctypes.pythonapi.PyCapsule_New
-    new.restype = ctypes.py_object
-    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    return new(address, None, None)
-
-
 def _target(name: str) -> str:
     return "pylucid_" + name
 
@@ -100,7 +91,8 @@ _VERSION = {s["name"]: int(s["version"]) for s in _lib.schema_table()}
 
 
 def _register() -> None:
-    handler = _capsule(int(_lib.ffi.cast("uintptr_t", _lib.lib.lucid_xla_ffi_handler())))
+    # jax.ffi.pycapsule wraps the handler's address (a void* it passes on)
+    handler = jax.ffi.pycapsule(int(_lib.ffi.cast("uintptr_t", _lib.lib.lucid_xla_ffi_handler())))  # type: ignore[no-untyped-call]
     for name in CUSTOM_CALL_TARGETS:
         jax.ffi.register_ffi_target(name, handler, platform="cpu")
 

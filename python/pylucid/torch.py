@@ -58,8 +58,9 @@ import numpy as np
 import torch
 import torch.autograd.forward_ad as _fwd_ad
 
-from . import _hot, _lib
+from . import _calls, _lib
 from . import ops as _ops
+from ._runtime import _hot as _hot_module
 from .dtypes import from_numpy_dtype
 
 # The ops this bridge offers: the records that list it ("torch").
@@ -110,7 +111,7 @@ def _broadcast(*shapes: Sequence[int]) -> List[int]:
     first = list(shapes[0])
     if all(list(s) == first for s in shapes[1:]):
         return first
-    return list(torch.broadcast_shapes(*shapes))
+    return list(torch.broadcast_shapes(*shapes))  # type: ignore[no-untyped-call]
 
 
 _result_dtypes: Dict[Tuple[Any, ...], torch.dtype] = {}
@@ -122,7 +123,7 @@ def _result_dtype(name: str, *dts: torch.dtype) -> torch.dtype:
     key = (name,) + dts
     dt = _result_dtypes.get(key)
     if dt is None:
-        ts = [_hot.tensor_new(_CODES[d], ()) for d in dts]
+        ts = [_calls.tensor_new(_CODES[d], ()) for d in dts]
         dt = _result_dtypes[key] = _TORCH[getattr(_ops, name)(*ts).dtype.name]
     return dt
 
@@ -171,6 +172,39 @@ _IDS = {s["name"]: int(s["id"]) for s in _lib.schema_table()}
 _Tensor = torch.Tensor
 
 
+class _Lent:
+    """lucid_op_lent through cffi, where pylucid._hot is absent (ABI mode):
+    what _hot.lent does, slower."""
+
+    @staticmethod
+    def lent(op: int, form: int, ins: Tuple[Optional[torch.Tensor], ...], attrs: Optional[Tuple[int, ...]],
+             outs: Tuple[torch.Tensor, ...], codes: Dict[torch.dtype, int]) -> None:
+        ffi, lib = _lib.ffi, _lib.lib
+        keep: List[Any] = []
+
+        def entries(ts: Sequence[Optional[torch.Tensor]]) -> Any:
+            es = ffi.new("lucid_out[]", builtins.max(1, len(ts)))
+            for e, t in zip(es, ts):
+                e.handle = 0
+                if t is None:
+                    e.dtype = -1
+                    continue
+                if t.dtype not in codes:
+                    raise TypeError("pylucid does not compute on dtype %s" % t.dtype)
+                shape, strides = ffi.new("int64_t[]", list(t.shape) or [0]), ffi.new("int64_t[]", list(t.stride()) or [0])
+                keep.extend((shape, strides))
+                e.data, e.dtype, e.ndim = ffi.cast("void*", t.data_ptr()), codes[t.dtype], t.dim()
+                e.shape, e.strides = shape, strides
+            return es
+
+        a = list(attrs or ())
+        ca = ffi.new("int64_t[]", a or [0])
+        _lib.check(lib.lucid_op_lent(op, form, entries(ins), len(ins), ca, len(a), entries(outs), len(outs)))
+
+
+_hot: Any = _hot_module if _hot_module is not None else _Lent
+
+
 def _binary_kernel(name: str, winners: bool) -> Callable[..., Any]:
     def kernel(a: torch.Tensor, b: torch.Tensor) -> Any:
         if a.shape == b.shape and a.dtype == b.dtype:
@@ -203,7 +237,7 @@ def _clamp_dtype(name: str, x: torch.Tensor, lo: Optional[torch.Tensor], hi: Opt
     key = (name, lo is not None, hi is not None) + tuple(dts)
     dt = _result_dtypes.get(key)
     if dt is None:
-        ts = [_hot.tensor_new(_CODES[d], ()) for d in dts]
+        ts = [_calls.tensor_new(_CODES[d], ()) for d in dts]
         it = iter(ts[1:])
         r = getattr(_ops, name)(ts[0], next(it) if lo is not None else None, next(it) if hi is not None else None)
         dt = _result_dtypes[key] = _TORCH[r.dtype.name]
@@ -362,13 +396,13 @@ def _minmax_vmap(op: Any) -> Callable[..., Any]:
 
 # ---- the torch.library ops, from the records
 
-_LIB = torch.library.Library("pylucid", "DEF")  # kept: the registrations live as long as it does
+_LIB = torch.library.Library("pylucid", "DEF")  # type: ignore[no-untyped-call]  # kept: the registrations live as long as it does
 
 
 def _define(name: str, schema: str, kernel: Callable[..., Any], fake: Callable[..., Any],
             vmap: Callable[[Any], Callable[..., Any]]) -> Any:
-    _LIB.define(name + schema)
-    _LIB.impl(name, kernel, "CPU")
+    _LIB.define(name + schema)  # type: ignore[no-untyped-call]
+    _LIB.impl(name, kernel, "CPU")  # type: ignore[no-untyped-call]
     qual = "pylucid::" + name
     torch.library.register_fake(qual)(fake)
     op = getattr(torch.ops.pylucid, name).default
@@ -530,7 +564,7 @@ class _Reduction(_Function):
         ctx.mark_non_differentiable(pos)
         ctx.save_for_backward(pos)
         ctx.save_for_forward(pos)
-        ctx.shape, ctx.dims, ctx.y_shape = list(x.shape), dims, list(y.shape)
+        ctx.shape, ctx.dims, ctx.y_shape, ctx.dtype = list(x.shape), dims, list(y.shape), y.dtype
         ctx.op_id = _WINNER_IDS.get(inputs[0])
 
     @staticmethod
@@ -553,6 +587,8 @@ class _Reduction(_Function):
 def _reduction_jvp(ctx: Any, _: Any, t: Optional[torch.Tensor], *rest: Any) -> Tuple[torch.Tensor, None]:
     (pos,) = ctx.saved_tensors
     perm, _inv, kept = _layout(ctx.shape, ctx.dims)
+    if t is None:
+        return pos.new_zeros(ctx.y_shape, dtype=ctx.dtype), None
     flat = t.permute(perm).reshape(kept + [-1])
     return flat.gather(-1, pos.reshape(kept + [1])).reshape(ctx.y_shape), None
 
@@ -713,7 +749,7 @@ def _binary_fn(name: str) -> Callable[..., torch.Tensor]:
                 and input.is_cpu and other.is_cpu and not (input.requires_grad or other.requires_grad)
                 and input.dtype in _CODES and other.dtype in _CODES and _fwd_ad._current_level < 0
                 and not (_is_wrapped(input) or _is_wrapped(other) or _dispatch_modes() or _function_modes())):
-            return kernel(input, other)  # plain eager, nothing to record: no dispatcher
+            return cast(torch.Tensor, kernel(input, other))  # plain eager, nothing to record: no dispatcher
         _check(name, input, "input")
         _check(name, other, "other")
         xs = (input, other)
@@ -734,7 +770,7 @@ def _binary_fn(name: str) -> Callable[..., torch.Tensor]:
     return fn
 
 
-@torch.compiler.assume_constant_result
+@torch.compiler.assume_constant_result  # type: ignore[untyped-decorator]
 def _bound_dtype(name: str, which: str, x: torch.dtype, bound: type, other: Any) -> torch.dtype:
     """The result dtype of clamp with a number bound of type bound (the
     other bound: a tensor's dtype, a number's type or NoneType), found once
@@ -743,10 +779,10 @@ def _bound_dtype(name: str, which: str, x: torch.dtype, bound: type, other: Any)
     dt = _result_dtypes.get(key)
     if dt is None:
         one = {bool: True, int: 1, float: 1.0}
-        xt = _hot.tensor_new(_CODES[x], ())
-        bt = _hot.scalar(one[bound])
-        ot = _hot.tensor_new(_CODES[other], ()) if isinstance(other, torch.dtype) else (
-            None if other is type(None) else _hot.scalar(one[other]))
+        xt = _calls.tensor_new(_CODES[x], ())
+        bt = _calls.scalar(one[bound])
+        ot = _calls.tensor_new(_CODES[other], ()) if isinstance(other, torch.dtype) else (
+            None if other is type(None) else _calls.scalar(one[other]))
         args = (xt, bt, ot) if which == "min" else (xt, ot, bt)
         dt = _result_dtypes[key] = _TORCH[getattr(_ops, name)(*args).dtype.name]
     return dt
