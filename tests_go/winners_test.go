@@ -148,9 +148,22 @@ func TestWinnersVJP(t *testing.T) {
 		requireBitsEqual(t, must(t)(ops.Cast(nil, la.Grad(), dtype.Float32)), grads[0], false, name)
 		requireBitsEqual(t, must(t)(ops.Cast(nil, lb.Grad(), dtype.Float32)), grads[1], false, name)
 	}
+	// a broadcast g (one value for every element): the same routing
+	res, err := ops.Winners(nil, opID("minimum"), ts(a, b), nil, nil)
+	require.NoError(t, err)
+	one := fromVals(t, dtype.Float32, []int{}, 5)
+	grads, err := ops.WinnersVJP(nil, opID("minimum"), res[1], one, nil)
+	require.NoError(t, err)
+	for i, m := range res[1].Int64s() {
+		want := []float64{0, 5}
+		if m == 1 {
+			want = []float64{5, 0}
+		}
+		require.Equal(t, want, []float64{grads[0].Float64s()[i], grads[1].Float64s()[i]}, "element %d", i)
+	}
 	// a reduction: g scattered to each slice's winner, in the input's shape
 	x := fromVals(t, dtype.Float64, []int{2, 4}, winnerVals...)
-	res, err := ops.Winners(nil, opID("amax"), ts(x), []int64{0, 1, 1}, nil)
+	res, err = ops.Winners(nil, opID("amax"), ts(x), []int64{0, 1, 1}, nil)
 	require.NoError(t, err)
 	gk := fromVals(t, dtype.Float64, []int{2, 1}, 7, 9)
 	gx := must(t)(tensor.Empty(dtype.Float64, []int{2, 4}))

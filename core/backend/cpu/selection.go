@@ -220,7 +220,9 @@ func buildRoute[R rule](cd, gd dtype.Dtype) segFunc {
 		return nil
 	}
 	var fast func(seg) int
-	if sz := simdSize(gd); sz != 0 && cd == gd {
+	if cd == dtype.Bool && ruleOf[R]() == backend.RuleMin {
+		fast = routeByMaskFor(gd)
+	} else if sz := simdSize(gd); sz != 0 && cd == gd {
 		fast = func(s seg) int { return simdRoute[R](&s, sz) }
 	} else if isHalf(gd) && cd == gd {
 		fast = func(s seg) int { return simdRouteHalf[R](&s, gd) }
@@ -236,7 +238,63 @@ func buildWhere[R rule](cd, vd dtype.Dtype) segFunc {
 		return nil
 	}
 	sel := bitsFor(vd).sel
-	return maskedKernel(5, mf, 1, 2, nil, func(m []bool, s seg) { sel(m, s, 0, 3, 4) })
+	var fast func(seg) int
+	if vd == dtype.Bool {
+		fast = func(s seg) int { return maskInto(mf, s) }
+	}
+	return maskedKernel(5, mf, 1, 2, fast, func(m []bool, s seg) { sel(m, s, 0, 3, 4) })
+}
+
+// maskInto is Select's fast path for a winner mask (ops.Winners): with x
+// the constant true and y the constant false, a contiguous bool out is the
+// mask itself, written by the comparison directly. Elements done: s.n, or
+// 0 where the operands are not of that form.
+func maskInto(mf maskFunc, s seg) int {
+	if s.s[0] != 1 || s.s[3] != 0 || s.s[4] != 0 || *(*uint8)(s.p[3]) != 1 || *(*uint8)(s.p[4]) != 0 {
+		return 0
+	}
+	mf(unsafe.Slice((*bool)(s.p[0]), s.n), s, 1, 2)
+	return s.n
+}
+
+// routeByMaskFor is Route's fast path when the compared operands are a bool
+// mask a and the constant false b under RuleMin (ops.WinnersVJP: a wins
+// exactly where the mask is false): out 0 gets g where the mask is false,
+// out 1 where it is true, +0 elsewhere, by g's bits.
+func routeByMaskFor(gd dtype.Dtype) func(seg) int {
+	switch gd.Size() {
+	case 2:
+		return routeByMask[uint16]
+	case 4:
+		return routeByMask[uint32]
+	case 8:
+		return routeByMask[uint64]
+	}
+	return nil
+}
+
+func routeByMask[B uint16 | uint32 | uint64](s seg) int {
+	sz := int(unsafe.Sizeof(B(0)))
+	if s.s[0] != sz || s.s[1] != sz || s.s[2] != 1 || s.s[3] != 0 || *(*uint8)(s.p[3]) != 0 ||
+		(s.s[4] != sz && s.s[4] != 0) {
+		return 0
+	}
+	o0, o1 := unsafe.Slice((*B)(s.p[0]), s.n), unsafe.Slice((*B)(s.p[1]), s.n)
+	m := unsafe.Slice((*uint8)(s.p[2]), s.n)
+	if s.s[4] == 0 { // a broadcast g (the ones of sum().backward())
+		gv := *(*B)(s.p[4])
+		for i := range o0 {
+			k := B(0) - B(m[i]&1) // all ones where the mask is set
+			o0[i], o1[i] = gv&^k, gv&k
+		}
+		return s.n
+	}
+	g := unsafe.Slice((*B)(s.p[4]), s.n)
+	for i := range o0 {
+		k := B(0) - B(m[i]&1)
+		o0[i], o1[i] = g[i]&^k, g[i]&k
+	}
+	return s.n
 }
 
 // maskBufs recycles mask scratch: it escapes to the heap (it is passed to
