@@ -96,6 +96,13 @@ func callOutChecked(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, out
 	if err != nil {
 		return nil, err
 	}
+	return copyIntoOuts(c, s, res, outs)
+}
+
+// copyIntoOuts copies fresh results res into the outs given (nil entries:
+// res's own), each checked to match its result first, so that no out is
+// touched unless all match; it returns res with the outs in their places.
+func copyIntoOuts(c *Context, s *spec, res, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	for i, o := range outs {
 		if o != nil {
 			if err := checkOutMatches(s, o, res[i].ShapeRef(), res[i].Dtype()); err != nil {

@@ -165,23 +165,7 @@ func reductionWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, o
 	if outs == nil {
 		return res, nil
 	}
-	for i, o := range outs {
-		if o == nil {
-			continue
-		}
-		if err := checkOutMatches(s, o, res[i].ShapeRef(), res[i].Dtype()); err != nil {
-			return nil, err
-		}
-	}
-	for i, o := range outs {
-		if o != nil {
-			if err := c.Backend.Cast(o, res[i]); err != nil {
-				return nil, err
-			}
-			res[i] = o
-		}
-	}
-	return res, nil
+	return copyIntoOuts(c, s, res, outs)
 }
 
 // winnersOut is the tensor the winners go into: outs[i] when given (of

@@ -739,6 +739,23 @@ def _check_out(name: str, out: Any) -> None:
 # ---- the public functions, from the records
 
 
+def _elementwise_call(name: str, xs: Tuple[Optional[torch.Tensor], ...], out: Optional[torch.Tensor], value_op: Any,
+                      winners_op: Any, kernel: Callable[..., Any], function: Any) -> torch.Tensor:
+    """An elementwise selection's call once its operands are checked: the
+    Function where a graph records it, the op where something watches, else
+    the kernel; out= written last."""
+    _same_device(name, xs)
+    if out is not None:
+        _check_out(name, out)
+        _refuse_out_grad(name, xs)
+    m = _mode(xs)
+    if m == 2:
+        y = _apply(function, winners_op, *xs)[0]
+    else:
+        y = value_op(*xs) if m == 1 else kernel(*xs)
+    return y if out is None else _write_out(name, y, out, xs)
+
+
 def _binary_fn(name: str) -> Callable[..., torch.Tensor]:
     value_op, winners_op = _OPS[name], _OPS[name + "_winners"]
     kernel = _binary_kernel(name, False)
@@ -752,20 +769,7 @@ def _binary_fn(name: str) -> Callable[..., torch.Tensor]:
             return cast(torch.Tensor, kernel(input, other))  # plain eager, nothing to record: no dispatcher
         _check(name, input, "input")
         _check(name, other, "other")
-        xs = (input, other)
-        if input.device != other.device:
-            _same_device(name, xs)
-        if out is not None:
-            _check_out(name, out)
-            _refuse_out_grad(name, xs)
-        m = _mode(xs)
-        if m == 2:
-            y = _apply(function, winners_op, input, other)[0]
-        elif m == 1:
-            y = value_op(input, other)
-        else:
-            y = kernel(input, other)
-        return y if out is None else _write_out(name, y, out, xs)
+        return _elementwise_call(name, (input, other), out, value_op, winners_op, kernel, function)
 
     return fn
 
@@ -816,19 +820,7 @@ def _clamp_fn(name: str) -> Callable[..., torch.Tensor]:
             raise ValueError("pylucid.torch.%s: at least one of min and max must not be None" % name)
         lo = _as_bound(name, "min", min, input, max)
         hi = _as_bound(name, "max", max, input, min)
-        xs = (input, lo, hi)
-        _same_device(name, xs)
-        if out is not None:
-            _check_out(name, out)
-            _refuse_out_grad(name, xs)
-        m = _mode(xs)
-        if m == 2:
-            y = _apply(function, winners_op, input, lo, hi)[0]
-        elif m == 1:
-            y = value_op(input, lo, hi)
-        else:
-            y = kernel(input, lo, hi)
-        return y if out is None else _write_out(name, y, out, xs)
+        return _elementwise_call(name, (input, lo, hi), out, value_op, winners_op, kernel, function)
 
     return fn
 
