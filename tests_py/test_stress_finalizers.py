@@ -128,7 +128,7 @@ class Cycle:
 
     def __del__(self):
         try:
-            one_call(np.random.default_rng(self.seed))
+            guarded_call(np.random.default_rng(self.seed))
         except BaseException:
             fail("finalizer")
 
@@ -137,9 +137,20 @@ class Target:
     pass
 
 
+def guarded_call(rng):
+    # A finalizer runs with the grad mode of the code it interrupted (a
+    # Function's forward runs under no_grad), as in PyTorch: it asks for grad
+    # itself, and must leave the interrupted code's mode as it found it.
+    before = pylucid.is_grad_enabled()
+    with pylucid.enable_grad():
+        one_call(rng)
+    if pylucid.is_grad_enabled() != before:
+        raise AssertionError("a finalizer changed the grad mode of the code it interrupted")
+
+
 def callback(ref):
     try:
-        one_call(np.random.default_rng(id(ref) & 0xFFFF))
+        guarded_call(np.random.default_rng(id(ref) & 0xFFFF))
     except BaseException:
         fail("weakref callback")
 
