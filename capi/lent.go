@@ -30,6 +30,7 @@ const (
 	lentOp         = 0 // the op's outputs
 	lentWinners    = 1 // its outputs and winners (ops.Winners)
 	lentWinnersVJP = 2 // the operands' gradients from the winners and g (ops.WinnersVJP)
+	lentWinnersOf  = 3 // the winners alone (ops.WinnersOnly)
 )
 
 func opLent(id C.int32_t, form int, inputs *C.lucid_out, nInputs C.int32_t, attrs *C.int64_t,
@@ -73,7 +74,6 @@ func opLent(id C.int32_t, form int, inputs *C.lucid_out, nInputs C.int32_t, attr
 	if err != nil {
 		return err
 	}
-	winners := form == lentWinners
 	switch {
 	case form == lentWinnersVJP:
 		if len(in) != 2 || len(as) != 0 {
@@ -81,17 +81,36 @@ func opLent(id C.int32_t, form int, inputs *C.lucid_out, nInputs C.int32_t, attr
 		}
 		_, err = ops.WinnersVJP(c, int(id), in[0], in[1], given)
 		return err
-	case form != lentOp && form != lentWinners:
+	case form != lentOp && form != lentWinners && form != lentWinnersOf:
 		return errs.Valuef("unknown form %d of lucid_op_lent", form)
 	case narrowIndices(id, given):
-		return castOuts(c, id, winners, in, as, given)
+		return castOuts(c, id, form, in, as, given)
 	}
-	if winners {
-		_, err = ops.Winners(c, int(id), in, as, given)
-		return err
-	}
-	_, err = ops.CallN(c, int(id), in, as, given)
+	_, err = lentCall(c, id, form, in, as, given)
 	return err
+}
+
+// lentCall runs form 0, 1 or 3 of lucid_op_lent into outs (nil: fresh
+// tensors).
+func lentCall(c *ops.Context, id C.int32_t, form int, in []*tensor.Tensor, as []int64, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	switch form {
+	case lentWinners:
+		return ops.Winners(c, int(id), in, as, outs)
+	case lentWinnersOf:
+		if len(outs) > 1 {
+			return nil, errs.Valuef("the winners alone are one output, got %d", len(outs))
+		}
+		var out *tensor.Tensor
+		if len(outs) == 1 {
+			out = outs[0]
+		}
+		who, err := ops.WinnersOnly(c, int(id), in, as, out)
+		if err != nil {
+			return nil, err
+		}
+		return []*tensor.Tensor{who}, nil
+	}
+	return ops.CallN(c, int(id), in, as, outs)
 }
 
 // narrowIndices reports whether a reduction's call gives an int32 out: a
@@ -112,14 +131,8 @@ func narrowIndices(id C.int32_t, given []*tensor.Tensor) bool {
 // castOuts runs the call into fresh tensors and writes them into the outs
 // given: each of exactly its result's shape and dtype, but for int64 results
 // (positions, indices) into int32 outs, which must hold them.
-func castOuts(c *ops.Context, id C.int32_t, winners bool, in []*tensor.Tensor, as []int64, given []*tensor.Tensor) error {
-	var res []*tensor.Tensor
-	var err error
-	if winners {
-		res, err = ops.Winners(c, int(id), in, as, nil)
-	} else {
-		res, err = ops.CallN(c, int(id), in, as, nil)
-	}
+func castOuts(c *ops.Context, id C.int32_t, form int, in []*tensor.Tensor, as []int64, given []*tensor.Tensor) error {
+	res, err := lentCall(c, id, form, in, as, nil)
 	if err != nil {
 		return err
 	}

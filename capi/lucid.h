@@ -307,6 +307,8 @@ int lucid_op_n(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int
  * (ops.WinnersVJP): for the binary selections ga and gb of g's shape (g
  * where that operand won, +0 elsewhere); for the reductions g (keepdim
  * shape) scattered to the winners, in the input's shape (the output's).
+ * With winners == 3 the one output is the winners alone, without the op's
+ * outputs (ops.WinnersOnly: a host that selects the values itself).
  * docs/interop.md says how the bridges use them. */
 int lucid_op_lent(int32_t op_id, int32_t winners, const lucid_out *inputs, int32_t n_inputs,
                   const int64_t *attrs, int32_t n_attrs, const lucid_out *outs, int32_t n_outs);
@@ -315,7 +317,7 @@ int lucid_op_lent(int32_t op_id, int32_t winners, const lucid_out *inputs, int32
 int lucid_op_lookup(const char *name, size_t n, int32_t *id, int32_t *version, int32_t *arity);
 /* The XLA FFI handler of every op (XLA's stable C ABI, XLA_FFI_Handler): a
  * custom call's attributes name the op (op: string, version: int64 of its
- * schema), winners (int64 0/1), attrs (int64 array) and present (int64
+ * schema), winners (int64: lucid_op_lent's form, 0, 1 or 3), attrs (int64 array) and present (int64
  * bitmask of the operand slots given). Returned as a function pointer for
  * jax.ffi.register_ffi_target (python/pylucid/jax.py). */
 void *lucid_xla_ffi_handler(void);

@@ -177,3 +177,42 @@ func TestWinnersVJP(t *testing.T) {
 	_, err = ops.WinnersVJP(nil, opID("amax"), res[1], gk, nil)
 	require.ErrorContains(t, err, "out=")
 }
+
+// WinnersOnly gives Winners' last tensor, bit for bit, for every kind of
+// member (mixed dtypes and broadcasting included), and writes into out.
+func TestWinnersOnlyMatchesWinners(t *testing.T) {
+	nan := math.NaN()
+	a := fromVals(t, dtype.Float64, []int{2, 4}, winnerVals...)
+	b := fromVals(t, dtype.Float32, []int{4}, 1, nan, nan, math.Copysign(0, -1))
+	lo := fromVals(t, dtype.Float32, []int{4}, 0, 0, nan, 1)
+	for _, tc := range []struct {
+		name  string
+		in    []*tensor.Tensor
+		attrs []int64
+	}{
+		{"minimum", ts(a, b), nil}, {"maximum", ts(b, a), nil}, {"fmin", ts(a, b), nil}, {"fmax", ts(a, b), nil},
+		{"clamp", ts(a, lo, b), nil}, {"clamp", ts(a, nil, b), nil}, {"clamp", ts(a, lo, nil), nil},
+		{"amin", ts(a), []int64{0, 1, 1}}, {"nanmax", ts(a), []int64{1, 1, 0}}, {"min", ts(a), []int64{0, 1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			full, err := ops.Winners(nil, opID(tc.name), tc.in, tc.attrs, nil)
+			require.NoError(t, err)
+			want := full[len(full)-1]
+			got, err := ops.WinnersOnly(nil, opID(tc.name), tc.in, tc.attrs, nil)
+			require.NoError(t, err)
+			require.Equal(t, want.Dtype(), got.Dtype())
+			require.Equal(t, want.Shape(), got.Shape())
+			require.Equal(t, want.Int64s(), got.Int64s())
+			out := must(t)(tensor.Empty(want.Dtype(), want.Shape()))
+			res, err := ops.WinnersOnly(nil, opID(tc.name), tc.in, tc.attrs, out)
+			require.NoError(t, err)
+			require.Same(t, out, res)
+			require.Equal(t, want.Int64s(), out.Int64s())
+		})
+	}
+	wrong := must(t)(tensor.Empty(dtype.Float32, []int{2, 4}))
+	_, err := ops.WinnersOnly(nil, opID("minimum"), ts(a, b), nil, wrong)
+	require.Error(t, err)
+	_, err = ops.WinnersOnly(nil, opID("add"), ts(a, b), nil, nil)
+	require.ErrorContains(t, err, "no winners")
+}

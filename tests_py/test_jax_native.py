@@ -145,6 +145,16 @@ def test_lowered_programs_hold_pylucid_custom_calls_and_no_host_callback():
             assert "stablehlo.custom_call @pylucid_" in text
 
 
+def test_the_rules_winners_call_writes_the_winners_alone():
+    # jit(grad) of a loss needs only where each element came from: the rule's
+    # custom call returns the mask (form 3), not the values as well.
+    x, y = jnp.asarray(X), jnp.asarray(Y)
+    text = jax.jit(jax.grad(lambda a, b: jnp.sum(pj.minimum(a, b)))).lower(x, y).as_text()
+    calls = [ln for ln in text.splitlines() if "stablehlo.custom_call @pylucid_minimum" in ln]
+    assert len(calls) == 1 and "winners = 3" in calls[0], calls
+    assert calls[0].rstrip().endswith("-> tensor<%sxi1>" % "x".join(map(str, X.shape))), calls
+
+
 def test_a_handler_error_is_a_python_exception_with_pylucids_message():
     x = jnp.ones((2, 3))
     call = jax.ffi.ffi_call("pylucid_minimum", jax.ShapeDtypeStruct((2, 3), jnp.float32))

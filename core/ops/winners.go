@@ -26,12 +26,38 @@ import (
 // tensor of exactly that shape and dtype to write into, or nil. Any other op
 // is an errs.Value error.
 func Winners(c *Context, id int, in []*tensor.Tensor, attrs []int64, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	return winners(c, id, in, attrs, outs, true)
+}
+
+// WinnersOnly is Winners without the op's outputs: the winners alone,
+// written into out when it is not nil. A host that takes the values as the
+// winners' bits itself (JAX's rules select them with a where, which its
+// compiler fuses and drops when unused) saves a pass that writes them.
+func WinnersOnly(c *Context, id int, in []*tensor.Tensor, attrs []int64, out *tensor.Tensor) (*tensor.Tensor, error) {
+	var outs []*tensor.Tensor
+	if out != nil {
+		outs = []*tensor.Tensor{out}
+	}
+	res, err := winners(c, id, in, attrs, outs, false)
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// winners is Winners (values: the op's outputs first, then the winners) or
+// WinnersOnly (the winners alone); outs has an entry per returned tensor.
+func winners(c *Context, id int, in []*tensor.Tensor, attrs []int64, outs []*tensor.Tensor, values bool) ([]*tensor.Tensor, error) {
 	if id < 0 || id >= len(byID) {
 		return nil, errs.Valuef("unknown op id %d", id)
 	}
 	s := byID[id]
-	if outs != nil && len(outs) != s.Outputs+1 {
-		return nil, errs.Valuef("%s: winners returns %d tensors, got %d out= entries", s.Name, s.Outputs+1, len(outs))
+	n := 1
+	if values {
+		n += s.Outputs
+	}
+	if outs != nil && len(outs) != n {
+		return nil, errs.Valuef("%s: winners returns %d tensors, got %d out= entries", s.Name, n, len(outs))
 	}
 	nc := *ctxOr(c)
 	nc.GradEnabled = false
@@ -40,11 +66,11 @@ func Winners(c *Context, id int, in []*tensor.Tensor, attrs []int64, outs []*ten
 	var err error
 	switch {
 	case s.Signature == "binary" && s.Rule != "":
-		res, err = binaryWinners(&nc, s, in, attrs, outs)
+		res, err = binaryWinners(&nc, s, in, attrs, outs, values)
 	case s.Signature == "clamp":
-		res, err = clampWinners(&nc, s, in, attrs, outs)
+		res, err = clampWinners(&nc, s, in, attrs, outs, values)
 	case s.forward != nil && s.Kind == Reduction && s.Rule != "" && s.Signature != "arg":
-		res, err = reductionWinners(&nc, s, in, attrs, outs)
+		res, err = reductionWinners(&nc, s, in, attrs, outs, values)
 	default:
 		return nil, errs.Valuef("%s is not a selection of the min/max family: it has no winners", s.Name)
 	}
@@ -60,20 +86,25 @@ func Winners(c *Context, id int, in []*tensor.Tensor, attrs []int64, outs []*ten
 }
 
 // binaryWinners is Winners of minimum and its kin: the values (into out=
-// directly), then the mask by the op's rule (pylucid's Select kernel).
-func binaryWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
+// directly) unless !values, then the mask by the op's rule (pylucid's
+// Select kernel).
+func binaryWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs []*tensor.Tensor, values bool) ([]*tensor.Tensor, error) {
 	if len(in) != 2 || in[0] == nil || in[1] == nil || len(attrs) != 0 {
 		return nil, errs.Valuef("%s takes 2 inputs and no attributes", s.Name)
 	}
-	var valOut []*tensor.Tensor
-	if outs != nil && outs[0] != nil {
-		valOut = outs[:1]
+	var res []*tensor.Tensor
+	rd := promote(c, s, in[0], in[1])
+	if values {
+		var valOut []*tensor.Tensor
+		if outs != nil && outs[0] != nil {
+			valOut = outs[:1]
+		}
+		vals, err := CallN(c, s.ID, in, nil, valOut)
+		if err != nil {
+			return nil, err
+		}
+		res, rd = vals, vals[0].Dtype()
 	}
-	vals, err := CallN(c, s.ID, in, nil, valOut)
-	if err != nil {
-		return nil, err
-	}
-	rd := vals[0].Dtype()
 	a, err := castInput(c, in[0], rd)
 	if err != nil {
 		return nil, err
@@ -94,34 +125,39 @@ func binaryWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs
 	if err != nil {
 		return nil, err
 	}
-	mask, err := winnersOut(s, outs, 1, dtype.Bool, shape)
+	mask, err := winnersOut(s, outs, len(res), dtype.Bool, shape)
 	if err != nil {
 		return nil, err
 	}
 	if err := selector(c.Backend).Select(s.rule, mask, views[0], views[1], views[2], views[3]); err != nil {
 		return nil, err
 	}
-	return []*tensor.Tensor{vals[0], mask}, nil
+	return append(res, mask), nil
 }
 
-// clampWinners is Winners of clamp: the values, then each element's winner
-// as a code, by pylucid's ClampSelect kernel choosing among 0, 1 and 2.
-func clampWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	var out *tensor.Tensor
-	if outs != nil {
-		out = outs[0]
+// clampWinners is Winners of clamp: the values unless !values, then each
+// element's winner as a code, by pylucid's ClampSelect kernel choosing
+// among 0, 1 and 2.
+func clampWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs []*tensor.Tensor, values bool) ([]*tensor.Tensor, error) {
+	if len(in) != 3 || in[0] == nil || len(attrs) != 0 {
+		return nil, errs.Valuef("clamp takes x, min, max (nil when absent) and no attributes")
 	}
-	if len(in) != 3 || in[0] == nil {
-		return nil, errs.Valuef("clamp takes x, min, max (nil when absent)")
-	}
-	if out != nil {
-		if err := checkOuts(c, s, in, outs[:1]); err != nil {
+	var res []*tensor.Tensor
+	if values {
+		var out *tensor.Tensor
+		if outs != nil {
+			out = outs[0]
+		}
+		if out != nil {
+			if err := checkOuts(c, s, in, outs[:1]); err != nil {
+				return nil, err
+			}
+		}
+		vals, _, err := clampInto(c, s, in, attrs, out)
+		if err != nil {
 			return nil, err
 		}
-	}
-	vals, _, err := clampInto(c, s, in, attrs, out)
-	if err != nil {
-		return nil, err
+		res = vals[:1]
 	}
 	cast, _, _, err := clampOperands(c, in[0], in[1], in[2])
 	if err != nil {
@@ -137,19 +173,19 @@ func clampWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs 
 	if err != nil {
 		return nil, err
 	}
-	who, err := winnersOut(s, outs, 1, dtype.Int8, shape)
+	who, err := winnersOut(s, outs, len(res), dtype.Int8, shape)
 	if err != nil {
 		return nil, err
 	}
 	if err := clamper(c.Backend).ClampSelect(who, views[0], views[1], views[2], views[3], views[4], views[5]); err != nil {
 		return nil, err
 	}
-	return []*tensor.Tensor{vals[0], who}, nil
+	return append(res, who), nil
 }
 
-// reductionWinners is Winners of a selecting reduction: its outputs and the
-// positions its forward finds, copied into the outs given.
-func reductionWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
+// reductionWinners is Winners of a selecting reduction: its outputs (unless
+// !values) and the positions its forward finds, copied into the outs given.
+func reductionWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs []*tensor.Tensor, values bool) ([]*tensor.Tensor, error) {
 	if len(in) != 1 || in[0] == nil {
 		return nil, errs.Valuef("%s takes 1 input", s.Name)
 	}
@@ -161,7 +197,11 @@ func reductionWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, o
 	if !ok || idx == nil {
 		return nil, errs.Valuef("%s: its forward kept no winner positions", s.Name)
 	}
-	res = append(res, idx)
+	if values {
+		res = append(res, idx)
+	} else {
+		res = []*tensor.Tensor{idx}
+	}
 	if outs == nil {
 		return res, nil
 	}

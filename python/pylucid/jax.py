@@ -107,14 +107,20 @@ def _struct(shape: Tuple[int, ...], dtype: Any) -> jax.ShapeDtypeStruct:
 def _call(name: str, xs: Sequence[jax.Array], results: Sequence[jax.ShapeDtypeStruct], *, winners: bool = False,
           attrs: Sequence[int] = (), present: Optional[int] = None) -> Sequence[jax.Array]:
     """pylucid's op ``name`` as an XLA custom call on xs (lucid_op_lent):
-    its outputs, then (winners) where they came from."""
-    kw: dict[str, Any] = {"op": name, "version": np.int64(_VERSION[name]), "winners": np.int64(int(winners))}
+    its outputs, or (winners) only where they come from. The rules take the
+    values as the winners' bits with a where, which XLA fuses into what uses
+    them and drops when nothing does (jit(grad) of a loss)."""
+    form = _WINNERS_ONLY if winners else 0
+    kw: dict[str, Any] = {"op": name, "version": np.int64(_VERSION[name]), "winners": np.int64(form)}
     if attrs:
         kw["attrs"] = np.asarray(attrs, np.int64)
     if present is not None:
         kw["present"] = np.int64(present)
     call = jax.ffi.ffi_call(_target(name), tuple(results), vmap_method="expand_dims")
     return call(*xs, **kw)  # type: ignore[no-any-return]
+
+
+_WINNERS_ONLY = 3  # lucid_op_lent's form: the winners alone (capi/lucid.h)
 
 
 def _index_dtype() -> np.dtype[Any]:
@@ -135,7 +141,7 @@ def _binary_op(name: str) -> Callable[..., jax.Array]:
     def f_jvp(primals: Tuple[jax.Array, ...], tangents: Tuple[jax.Array, ...]) -> Tuple[jax.Array, jax.Array]:
         a, b = primals
         shape = tuple(np.broadcast_shapes(a.shape, b.shape))
-        _, mask = _call(name, _constant(primals), (_struct(shape, a.dtype), _struct(shape, np.bool_)), winners=True)
+        (mask,) = _call(name, _constant(primals), (_struct(shape, np.bool_),), winners=True)
         # The winner's bits are the value (pylucid's, bit for bit), and as a
         # selection by a constant mask it is differentiable again: higher
         # orders need no other rule.
@@ -151,7 +157,7 @@ def _clamp_op(name: str, has_lo: bool, has_hi: bool) -> Callable[..., jax.Array]
 
     def results(xs: Sequence[jax.Array], code: Any) -> Tuple[jax.ShapeDtypeStruct, ...]:
         shape = tuple(np.broadcast_shapes(*(x.shape for x in xs)))
-        return (_struct(shape, xs[0].dtype),) + ((_struct(shape, np.int8),) if code else ())
+        return (_struct(shape, np.int8),) if code else (_struct(shape, xs[0].dtype),)
 
     @jax.custom_jvp
     def f(*xs: jax.Array) -> jax.Array:
@@ -159,7 +165,7 @@ def _clamp_op(name: str, has_lo: bool, has_hi: bool) -> Callable[..., jax.Array]
 
     @f.defjvp
     def f_jvp(primals: Tuple[jax.Array, ...], tangents: Tuple[jax.Array, ...]) -> Tuple[jax.Array, jax.Array]:
-        _, code = _call(name, _constant(primals), results(primals, True), present=present, winners=True)
+        (code,) = _call(name, _constant(primals), results(primals, True), present=present, winners=True)
 
         def pick(xs: Sequence[jax.Array]) -> jax.Array:  # the winner of each element (see _binary_op)
             v = jnp.broadcast_to(xs[0], code.shape)
@@ -202,8 +208,7 @@ def _reduction_op(name: str, dims: Tuple[int, ...], keepdims: bool) -> Callable[
         (x,), (t,) = primals, tangents
         out = _struct(_reduced_shape(x.shape, dims, keepdims), x.dtype)
         pos_sds = _struct(_reduced_shape(x.shape, dims, True), _index_dtype())
-        _, pos = _call(name, _constant(primals), (out, pos_sds), attrs=_red_attrs(x.ndim, dims, keepdims),
-                       winners=True)
+        (pos,) = _call(name, _constant(primals), (pos_sds,), attrs=_red_attrs(x.ndim, dims, keepdims), winners=True)
         kept = [i for i in range(x.ndim) if i not in dims]
         p = jnp.reshape(pos, tuple(x.shape[i] for i in kept) + (1,))
 

@@ -168,9 +168,45 @@ func TestForwardSelectionByRuleMatchesRef(t *testing.T) {
 								}
 							}
 						}
+						// The winner mask into a bool out (maskInto and its SIMD path).
+						wantM, gotM := boolOut(t, n), boolOut(t, n)
+						yes, no := boolConst(t, n, 1), boolConst(t, n, 0)
+						if err := (ref.Backend{}).Select(r, wantM, pair[0], pair[1], yes, no); err != nil {
+							t.Fatal(name, err)
+						}
+						if err := b.Select(r, gotM, pair[0], pair[1], yes, no); err != nil {
+							t.Fatal(name, err)
+						}
+						if w, g := wantM.Bits(), gotM.Bits(); !slices.Equal(w, g) {
+							t.Fatalf("%s: mask %v, want %v", name, g, w)
+						}
 					}
 				}
 			}
 		}
 	}
+}
+
+func boolOut(t *testing.T, n int) *tensor.Tensor {
+	t.Helper()
+	x, err := tensor.Empty(dtype.Bool, []int{n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// boolConst is the constant v broadcast to n elements (stride 0), as
+// ops.Winners passes its true and false.
+func boolConst(t *testing.T, n int, v int64) *tensor.Tensor {
+	t.Helper()
+	c, err := tensor.FromInt64s(dtype.Bool, nil, []int64{v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := c.BroadcastTo([]int{n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
 }

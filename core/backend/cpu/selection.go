@@ -240,7 +240,8 @@ func buildWhere[R rule](cd, vd dtype.Dtype) segFunc {
 	sel := bitsFor(vd).sel
 	var fast func(seg) int
 	if vd == dtype.Bool {
-		fast = func(s seg) int { return maskInto(mf, s) }
+		sz := simdSize(cd)
+		fast = func(s seg) int { return maskInto[R](mf, s, sz) }
 	}
 	return maskedKernel(5, mf, 1, 2, fast, func(m []bool, s seg) { sel(m, s, 0, 3, 4) })
 }
@@ -248,13 +249,23 @@ func buildWhere[R rule](cd, vd dtype.Dtype) segFunc {
 // maskInto is Select's fast path for a winner mask (ops.Winners): with x
 // the constant true and y the constant false, a contiguous bool out is the
 // mask itself, written by the comparison directly. Elements done: s.n, or
-// 0 where the operands are not of that form.
-func maskInto(mf maskFunc, s seg) int {
+// 0 where the operands are not of that form. Compared dtypes of size sz
+// (float32, float64; 0: none) take the SIMD path first.
+func maskInto[R rule](mf maskFunc, s seg, sz int) int {
 	if s.s[0] != 1 || s.s[3] != 0 || s.s[4] != 0 || *(*uint8)(s.p[3]) != 1 || *(*uint8)(s.p[4]) != 0 {
 		return 0
 	}
+	done := 0
+	if sz != 0 {
+		if done = simdMaskInto[R](&s, sz); done == s.n {
+			return done
+		}
+		if done > 0 {
+			s = s.advance(done, 5)
+		}
+	}
 	mf(unsafe.Slice((*bool)(s.p[0]), s.n), s, 1, 2)
-	return s.n
+	return done + s.n
 }
 
 // routeByMaskFor is Route's fast path when the compared operands are a bool

@@ -514,3 +514,46 @@ func simdLanesF16(lanes *[8]float32, p unsafe.Pointer, n int) int {
 func simdLanesBF16(lanes *[8]float32, p unsafe.Pointer, n int) int {
 	return simdLanesHalf(lanes, p, n, widenBF16)
 }
+
+// bytesOf8 expands 8 mask bits into 8 bools, bit i into byte i (little
+// endian): a compare's movmsk becomes one 8-byte store.
+var bytesOf8 = func() (t [256]uint64) {
+	for m := range t {
+		for i := 0; i < 8; i++ {
+			if m>>i&1 != 0 {
+				t[m] |= 1 << (8 * i)
+			}
+		}
+	}
+	return t
+}()
+
+// simdMaskInto is maskInto's vector path: the mask of a (operand 1)
+// winning over b (2) by R, into the contiguous bool out 0, 8 elements a
+// round (compare, movmsk, one table load and store). a and b are unit-stride
+// or broadcast. Elements done: a multiple of 8 (the caller's kernel does the
+// rest), or 0.
+func simdMaskInto[R rule](s *seg, sz int) int {
+	ua, ub := unit(s.s[1], sz), unit(s.s[2], sz)
+	if !haveAVX2 || s.s[0] != 1 || ua < 0 || ub < 0 || s.n < 8 {
+		return 0
+	}
+	n := s.n &^ 7
+	po := s.p[0]
+	if sz == 4 {
+		a, b := elems[float32](s.p[1], s.n, ua), elems[float32](s.p[2], s.n, ub)
+		for i := 0; i < n; i += 8 {
+			m := wins32[R](load32(a, i, ua), load32(b, i, ub)).ToBits()
+			*(*uint64)(unsafe.Add(po, i)) = bytesOf8[m]
+		}
+	} else {
+		a, b := elems[float64](s.p[1], s.n, ua), elems[float64](s.p[2], s.n, ub)
+		for i := 0; i < n; i += 8 {
+			lo := wins64[R](load64(a, i, ua), load64(b, i, ub)).ToBits()
+			hi := wins64[R](load64(a, i+4, ua), load64(b, i+4, ub)).ToBits()
+			*(*uint64)(unsafe.Add(po, i)) = bytesOf8[lo|hi<<4]
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	return n
+}

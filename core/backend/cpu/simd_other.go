@@ -16,6 +16,7 @@ func SIMDEnabled() bool { return false }
 
 func simdSelect[R rule](*seg, int, int, int, int) int  { return 0 }
 func simdRoute[R rule](*seg, int) int                  { return 0 }
+func simdMaskInto[R rule](*seg, int) int               { return 0 }
 func simdLanes32(*[8]float32, unsafe.Pointer, int) int { return 0 }
 func simdLanes64(*[8]float64, unsafe.Pointer, int) int { return 0 }
 
