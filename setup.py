@@ -36,7 +36,15 @@ import subprocess
 import sys
 import types
 
-from setuptools import Extension, setup
+# Before anything else: pip does not check requires-python of a local
+# project before it resolves the dependencies, so on Python 3.9 the install
+# would end in "No matching distribution found for numpy>=2.2.5".
+if sys.version_info < (3, 10):
+    sys.exit("pylucid needs Python 3.10 or newer (this is Python %d.%d): NumPy 2.2.5, its floor, does; "
+             "see docs/install.md" % sys.version_info[:2])
+
+from setuptools import Extension, setup  # noqa: E402
+from setuptools.command.build_py import build_py  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent
 LIBNAME = {"darwin": "liblucid.dylib", "win32": "lucid.dll"}.get(sys.platform, "liblucid.so")
@@ -113,9 +121,17 @@ class BuildExtWithGo(ffi_build.build_ext_class()):  # type: ignore[misc]
         super().run()
 
 
+class BuildPyWithoutBuilder(build_py):
+    """build_py without _ffi_build.py: the extensions' build script is
+    setup.py's, not the installed package's (the sdist keeps it: MANIFEST.in)."""
+
+    def find_package_modules(self, package: str, package_dir: str) -> list:  # type: ignore[type-arg]
+        return [m for m in super().find_package_modules(package, package_dir) if m[1] != "_ffi_build"]
+
+
 tag = ffi_build.wheel_python_tag()
 setup(
-    cmdclass={"build_ext": BuildExtWithGo},
+    cmdclass={"build_ext": BuildExtWithGo, "build_py": BuildPyWithoutBuilder},
     # sources and directories are filled in by BuildExtWithGo once the library exists
     ext_modules=[
         Extension(ffi_build.MODULE, sources=[], **ffi_build.extension_kwargs()),

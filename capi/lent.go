@@ -10,6 +10,7 @@ package main
 import "C"
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/pylucid/pylucid/core/dtype"
@@ -45,10 +46,15 @@ func opLent(id C.int32_t, form int, inputs *C.lucid_out, nInputs C.int32_t, attr
 	if nOuts < 1 || nOuts > maxOpOutputs || outs == nil {
 		return errs.Valuef("invalid out array (%d entries at %p)", int(nOuts), outs)
 	}
+	// The call records nothing and returns nothing of its tensors, so the
+	// views of the lent memory live in reused room (one pool entry per call
+	// in flight: a nested call takes another).
+	room := lentRooms.Get().(*lentRoom)
+	defer lentRooms.Put(room)
 	var inBuf [maxOpInputs]*tensor.Tensor
 	in := inBuf[:nInputs]
 	for i, e := range unsafe.Slice(inputs, int(nInputs)) {
-		t, err := lentTensor(&e, true)
+		t, err := lendInto(&room.in[i], &e, true)
 		if err != nil {
 			return errs.Valuef("input %d: %v", i, err)
 		}
@@ -57,7 +63,7 @@ func opLent(id C.int32_t, form int, inputs *C.lucid_out, nInputs C.int32_t, attr
 	var outBuf [maxOpOutputs]*tensor.Tensor
 	given := outBuf[:nOuts]
 	for i, e := range unsafe.Slice(outs, int(nOuts)) {
-		t, err := lentTensor(&e, false)
+		t, err := lendInto(&room.out[i], &e, false)
 		if err != nil {
 			return errs.Valuef("output %d: %v", i, err)
 		}
@@ -112,6 +118,14 @@ func lentCall(c *ops.Context, id C.int32_t, form int, in []*tensor.Tensor, as []
 	}
 	return ops.CallN(c, int(id), in, as, outs)
 }
+
+// lentRoom holds the views of one lucid_op_lent call.
+type lentRoom struct {
+	in  [maxOpInputs]tensor.Lent
+	out [maxOpOutputs]tensor.Lent
+}
+
+var lentRooms = sync.Pool{New: func() any { return new(lentRoom) }}
 
 // narrowIndices reports whether a reduction's call gives an int32 out: a
 // host without 64-bit integers (JAX by default) takes positions and

@@ -175,17 +175,28 @@ func outTensor(o *C.lucid_out) (*tensor.Tensor, error) { return lentTensor(o, fa
 // lentTensor is the tensor a lucid_out entry describes (outTensor), its
 // lent memory read-only when readOnly.
 func lentTensor(o *C.lucid_out, readOnly bool) (*tensor.Tensor, error) {
+	return lendInto(nil, o, readOnly)
+}
+
+// lendInto is lentTensor into room l for the call (nil: fresh tensors,
+// which may outlive it).
+func lendInto(l *tensor.Lent, o *C.lucid_out, readOnly bool) (*tensor.Tensor, error) {
 	if o.handle != 0 {
 		return getTensor(o.handle)
 	}
 	if o.dtype < 0 {
 		return nil, nil
 	}
-	d, shape, err := dtypeAndShape(o.dtype, o.ndim, o.shape)
+	d, err := dtypeOf(o.dtype)
 	if err != nil {
 		return nil, err
 	}
-	strides, err := shapeOf(o.ndim, o.strides)
+	var shapeBuf, strideBuf [stackDims]int
+	shape, err := shapeInto(shapeBuf[:], o.ndim, o.shape)
+	if err != nil {
+		return nil, err
+	}
+	strides, err := shapeInto(strideBuf[:], o.ndim, o.strides)
 	if err != nil {
 		return nil, err
 	}
@@ -201,15 +212,19 @@ func lentTensor(o *C.lucid_out, readOnly bool) (*tensor.Tensor, error) {
 			}
 		}
 	}
-	if n == 0 {
-		return tensor.NewView(tensor.BorrowStorage(nil, readOnly, nil), d, shape, strides, 0)
+	var data []byte
+	if n != 0 {
+		if o.data == nil {
+			return nil, errs.Valuef("out memory is NULL")
+		}
+		sz := d.Size()
+		data = unsafe.Slice((*byte)(unsafe.Add(o.data, lo*sz)), (hi-lo+1)*sz)
+	} else {
+		lo = 0
 	}
-	if o.data == nil {
-		return nil, errs.Valuef("out memory is NULL")
+	if l != nil {
+		return l.Lend(data, readOnly, d, shape, strides, -lo)
 	}
-	sz := d.Size()
-	base := unsafe.Add(o.data, lo*sz)
-	data := unsafe.Slice((*byte)(base), (hi-lo+1)*sz)
 	return tensor.NewView(tensor.BorrowStorage(data, readOnly, nil), d, shape, strides, -lo)
 }
 

@@ -31,7 +31,11 @@ import argparse
 import sys
 from typing import Any, Callable, Dict
 
-import torch
+try:
+    import torch
+except ModuleNotFoundError:  # the example needs the torch extra
+    sys.exit("examples/torch_train.py needs PyTorch: install pylucid with its torch extra, "
+             "python3 -m pip install \".[torch]\" from a checkout (docs/install.md)")
 
 import pylucid.torch as pt
 

@@ -145,7 +145,7 @@ def test_wheel_is_abi3_tagged_and_ships_the_library_and_extension(tmp_path: path
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
         check=True, timeout=600, capture_output=True,
     )
-    wheels = list(tmp_path.glob("pylucid-*.whl"))
+    wheels = list(tmp_path.glob("pylucid_tensors-*.whl"))
     assert len(wheels) == 1, wheels
     name = wheels[0].name
     plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
@@ -168,12 +168,14 @@ def test_wheel_is_abi3_tagged_and_ships_the_library_and_extension(tmp_path: path
             # the one run-time search path: no directory of the build machine
             assert _runpaths(zf.read(exts[0])) == ["$ORIGIN/_native"]
             assert _runpaths(zf.read(hots[0])) == ["$ORIGIN/_native"]
-        assert "pylucid-0.1.0.dist-info/licenses/LICENSE" in names, names
+        assert "pylucid_tensors-0.1.0.dist-info/licenses/LICENSE" in names, names
     assert "pylucid/_native/liblucid.so" in names or "pylucid/_native/liblucid.dylib" in names, names
     assert "pylucid/_native/lucid.h" in names
     assert "pylucid/py.typed" in names
     assert "pylucid/_lucid_ffi.pyi" in names
     assert not any(n.endswith((".go", ".c")) for n in names), names
+    assert "pylucid/_ffi_build.py" not in names  # the build script is setup.py's, not the package's
+    assert "pylucid/_cdef.py" in names  # which the package itself needs
 
 
 def test_wheel_tag_matches_requires_python() -> None:
@@ -240,7 +242,7 @@ def test_sdist_ships_everything_the_readme_jobs_need(tmp_path: pathlib.Path) -> 
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "SetuptoolsDeprecationWarning" not in out.stdout + out.stderr  # e.g. the license as a TOML table
-    (sdist,) = tmp_path.glob("pylucid-*.tar.gz")
+    (sdist,) = tmp_path.glob("pylucid_tensors-*.tar.gz")
     with tarfile.open(sdist) as tf:
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
     expected = _source_files()
@@ -249,3 +251,18 @@ def test_sdist_ships_everything_the_readme_jobs_need(tmp_path: pathlib.Path) -> 
         assert any(e == must or e.startswith(must + "/") for e in expected), must
     missing = sorted(expected - names)
     assert not missing, missing
+
+
+def test_python_below_the_floor_gets_a_version_message_not_a_numpy_error() -> None:
+    # pip resolves a local project's dependencies before it checks
+    # requires-python: setup.py says why first. Run with each pyenv Python
+    # older than the floor found here (CI's machines have 3.9).
+    olds = sorted(pathlib.Path("/root/.pyenv/versions").glob("3.[89].*/bin/python3"))
+    if not olds:
+        olds = [pathlib.Path(p) for p in ("/usr/bin/python3.9", "/usr/bin/python3.8") if os.path.exists(p)]
+    assert olds, "no Python below 3.10 to check setup.py with"
+    for py in olds:
+        out = subprocess.run([str(py), "setup.py", "--name"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert out.returncode != 0
+        assert "pylucid needs Python 3.10 or newer" in out.stderr, (py, out.stderr)
+

@@ -283,7 +283,16 @@ def spy(monkeypatch):
         seen.append((ins, outs))
         return real(op, winners, ins, attrs, outs, codes)
 
+    real_binary = pylucid._hot.lent_binary
+
+    def lent_binary(op, winners, a, b, codes, empty_like, mask_kwargs):
+        r = real_binary(op, winners, a, b, codes, empty_like, mask_kwargs)
+        if r is not None:  # the same lending, the outputs made by empty_like
+            seen.append(((a, b), r if winners else (r,)))
+        return r
+
     monkeypatch.setattr(pylucid._hot, "lent", lent)
+    monkeypatch.setattr(pylucid._hot, "lent_binary", lent_binary)
     return seen
 
 

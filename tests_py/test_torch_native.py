@@ -195,6 +195,26 @@ def test_opcheck_passes_on_every_registered_op(op):
     assert set(result.values()) == {"SUCCESS"}, result
 
 
+@pytest.mark.parametrize("op", [o for o in pt.TORCH_OPS if o.split("_")[0] in ("minimum", "maximum", "fmin", "fmax")])
+def test_binary_ops_lay_results_out_as_torch_and_as_their_fake(op):
+    # Same-shape operands laid out alike (transposed): the result keeps that
+    # layout, as torch.minimum's does, in eager and in the fake kernel.
+    a, b = (torch.from_numpy(np.random.default_rng(s).standard_normal((5, 3))).t() for s in (1, 2))
+    assert a.stride() == b.stride() == (1, 3)
+    result = torch.library.opcheck(getattr(torch.ops.pylucid, op).default, (a, b))
+    assert set(result.values()) == {"SUCCESS"}, result
+    name = op.split("_")[0]
+    want = getattr(torch, name)(a, b)
+    got = getattr(pt, name)(a, b)
+    assert got.stride() == want.stride() == (1, 3)
+    same_bits(got, want)
+    with FakeTensorMode():
+        fake = getattr(torch.ops.pylucid, op)(torch.empty_strided((3, 5), (1, 3), dtype=F64),
+                                              torch.empty_strided((3, 5), (1, 3), dtype=F64))
+        for f in (fake if isinstance(fake, tuple) else (fake,)):
+            assert f.stride() == (1, 3)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_fake_and_meta_inputs_give_shape_and_dtype_without_data(name):
     a, b = data()

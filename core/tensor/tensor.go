@@ -202,17 +202,7 @@ func NewSoleView(s *Storage, dt dtype.Dtype, shape, strides []int, offset int) (
 }
 
 func viewOfStorage(s *Storage, dt dtype.Dtype, shape, strides []int, offset int, share bool) (*Tensor, error) {
-	if !dt.Valid() {
-		return nil, errs.Typef("unsupported dtype %v", dt)
-	}
-	if len(strides) != len(shape) {
-		return nil, errs.Valuef("strides %v do not match shape %v", slices.Clone(strides), slices.Clone(shape))
-	}
-	if s == nil {
-		return nil, errs.Valuef("view (shape %v) has no storage", slices.Clone(shape))
-	}
-	n, err := Numel(shape)
-	if err != nil {
+	if err := checkViewArgs(s, dt, shape, strides); err != nil {
 		return nil, err
 	}
 	var t *Tensor
@@ -225,18 +215,76 @@ func viewOfStorage(s *Storage, dt dtype.Dtype, shape, strides []int, offset int,
 	}
 	copy(t.shape, shape)
 	copy(t.strides, strides)
-	if n == 0 {
-		return t, nil
+	if err := t.checkInStorage(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// checkViewArgs checks what every view's arguments must satisfy.
+func checkViewArgs(s *Storage, dt dtype.Dtype, shape, strides []int) error {
+	if !dt.Valid() {
+		return errs.Typef("unsupported dtype %v", dt)
+	}
+	if len(strides) != len(shape) {
+		return errs.Valuef("strides %v do not match shape %v", slices.Clone(strides), slices.Clone(shape))
+	}
+	if s == nil {
+		return errs.Valuef("view (shape %v) has no storage", slices.Clone(shape))
+	}
+	_, err := Numel(shape)
+	return err
+}
+
+// checkInStorage checks that every element t addresses lies inside its
+// storage.
+func (t *Tensor) checkInStorage() error {
+	if n, _ := Numel(t.shape); n == 0 {
+		return nil
 	}
 	lo, hi, err := t.span()
 	if err != nil {
+		return err
+	}
+	if s, dt := t.storage, t.dtype; lo < 0 || hi >= s.Len()/dt.Size() {
+		return errs.Valuef("view (shape %v, strides %v, offset %d) reaches outside its storage of %d %v elements",
+			slices.Clone(t.shape), slices.Clone(t.strides), t.offset, s.Len()/dt.Size(), dt)
+	}
+	return nil
+}
+
+// Lent is room for one tensor over memory borrowed for a single call (a
+// framework's buffer, lent to lucid_op_lent): Lend fills it where
+// NewView(BorrowStorage(data, readOnly, nil), ...) would allocate, so a
+// call lends its operands without allocating. The tensor is valid until l
+// is lent again: the caller keeps nothing of it past the call (a graph, a
+// result), which is why only calls that record nothing may use one.
+type Lent struct {
+	t    Tensor
+	s    Storage
+	meta [2 * MaxDims]int
+}
+
+// Lend makes l's tensor a view of data, as NewView of a borrowed storage,
+// and returns it.
+func (l *Lent) Lend(data []byte, readOnly bool, dt dtype.Dtype, shape, strides []int, offset int) (*Tensor, error) {
+	l.s = Storage{data: data, readOnly: readOnly}
+	if err := checkViewArgs(&l.s, dt, shape, strides); err != nil {
 		return nil, err
 	}
-	if lo < 0 || hi >= s.Len()/dt.Size() {
-		return nil, errs.Valuef("view (shape %v, strides %v, offset %d) reaches outside its storage of %d %v elements",
-			slices.Clone(shape), slices.Clone(strides), offset, s.Len()/dt.Size(), dt)
+	if len(shape) > MaxDims {
+		return nil, errs.Valuef("%d dims (at most %d)", len(shape), MaxDims)
 	}
-	return t, nil
+	l.s.MarkShared()
+	nd := len(shape)
+	meta := l.meta[:2*nd]
+	l.t = Tensor{storage: &l.s, dtype: dt, shape: meta[:nd:nd], strides: meta[nd:], offset: offset}
+	copy(l.t.shape, shape)
+	copy(l.t.strides, strides)
+	if err := l.t.checkInStorage(); err != nil {
+		return nil, err
+	}
+	return &l.t, nil
 }
 
 // span returns the lowest and highest element offsets the view addresses.

@@ -13,7 +13,7 @@
 /* The most entries of one call, and of dims per entry (lucid.h). */
 #define LENT_MAX 5
 
-static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype;
+static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_is_contiguous;
 
 static int intern_names(void) {
     if (s_data_ptr != NULL) return 0;
@@ -21,7 +21,8 @@ static int intern_names(void) {
     s_shape = PyUnicode_InternFromString("shape");
     s_stride = PyUnicode_InternFromString("stride");
     s_dtype = PyUnicode_InternFromString("dtype");
-    return (s_data_ptr && s_shape && s_stride && s_dtype) ? 0 : -1;
+    s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
+    return (s_data_ptr && s_shape && s_stride && s_dtype && s_is_contiguous) ? 0 : -1;
 }
 
 /* Reads a tuple of ints into dims; returns its length, or -1 (raised). */
@@ -45,8 +46,19 @@ static int read_dims(PyObject *seq, int64_t *dims, const char *what) {
 
 /* Fills e (with its shape and strides in dims) from tensor-like t; *numel
  * gets its element count. 0, or -1 with an exception set. */
+static int read_entry_as(PyObject *t, PyObject *codes, lucid_out *e, int64_t *shape, int64_t *strides,
+                         int64_t *numel, int ask_contiguous);
+
 static int read_entry(PyObject *t, PyObject *codes, lucid_out *e, int64_t *shape, int64_t *strides,
                       int64_t *numel) {
+    return read_entry_as(t, codes, e, shape, strides, numel, 0);
+}
+
+/* read_entry, which with ask_contiguous first asks t.is_contiguous() and,
+ * where it is, computes the row-major strides instead of calling stride()
+ * (torch builds that tuple per call: the dearer of the two). */
+static int read_entry_as(PyObject *t, PyObject *codes, lucid_out *e, int64_t *shape, int64_t *strides,
+                         int64_t *numel, int ask_contiguous) {
     memset(e, 0, sizeof *e);
     if (t == Py_None) {
         e->dtype = -1;
@@ -66,15 +78,32 @@ static int read_entry(PyObject *t, PyObject *codes, lucid_out *e, int64_t *shape
         }
         goto done;
     }
+    int contiguous = 0;
+    if (ask_contiguous) {
+        PyObject *c = PyObject_CallMethodObjArgs(t, s_is_contiguous, NULL);
+        if (c == NULL) goto done;
+        contiguous = PyObject_IsTrue(c);
+        Py_DECREF(c);
+        if (contiguous < 0) goto done;
+    }
     ptr = PyObject_CallMethodObjArgs(t, s_data_ptr, NULL);
     sh = PyObject_GetAttr(t, s_shape);
-    st = PyObject_CallMethodObjArgs(t, s_stride, NULL);
-    if (ptr == NULL || sh == NULL || st == NULL) goto done;
+    if (ptr == NULL || sh == NULL) goto done;
     int nd = read_dims(sh, shape, "shape");
     if (nd < 0) goto done;
-    if (read_dims(st, strides, "stride") != nd) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "pylucid: a tensor's stride and shape differ");
-        goto done;
+    if (contiguous) {
+        int64_t step = 1;
+        for (int i = nd - 1; i >= 0; i--) {
+            strides[i] = step;
+            step *= shape[i] > 1 ? shape[i] : 1;
+        }
+    } else {
+        st = PyObject_CallMethodObjArgs(t, s_stride, NULL);
+        if (st == NULL) goto done;
+        if (read_dims(st, strides, "stride") != nd) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "pylucid: a tensor's stride and shape differ");
+            goto done;
+        }
     }
     e->data = PyLong_AsVoidPtr(ptr);
     if (e->data == NULL && PyErr_Occurred()) goto done;
@@ -141,4 +170,80 @@ PyObject *hot_lent(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
                 rc = lucid_op_lent((int32_t)op, (int32_t)winners, ins, n_in, attrs, n_attrs, outs, n_out));
     if (rc != 0) return status_error(rc);
     Py_RETURN_NONE;
+}
+
+/*
+ * lent_binary(op, winners, a, b, codes, empty_like, mask_kwargs): a binary
+ * op's value (lucid_op_lent's form 0) on a and b of one dtype and shape,
+ * written into y = empty_like(a), which it returns; with winners (form 1),
+ * also its winner mask, written into empty_like(a, **mask_kwargs) (a bool
+ * tensor), returning (y, mask). None where a and b differ in dtype or shape:
+ * the caller then takes the general path (broadcasting, promotion). The
+ * eager fast path of pylucid.torch's binary functions: it reads the operands
+ * and results in C, where the Python kernel would make a dozen attribute
+ * calls.
+ */
+PyObject *hot_lent_binary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "lent_binary(op, winners, a, b, codes, empty_like, mask_kwargs)");
+        return NULL;
+    }
+    if (forked) return fork_error();
+    if (intern_names() != 0) return NULL;
+    long op = PyLong_AsLong(args[0]);
+    if (op == -1 && PyErr_Occurred()) return NULL;
+    int winners = PyObject_IsTrue(args[1]);
+    if (winners < 0) return NULL;
+    PyObject *a = args[2], *b = args[3], *codes = args[4], *empty_like = args[5], *mask_kwargs = args[6];
+    if (!PyDict_Check(codes) || (winners && !PyDict_Check(mask_kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "lent_binary(): codes and mask_kwargs must be dicts");
+        return NULL;
+    }
+    if (a == Py_None || b == Py_None) Py_RETURN_NONE;
+    lucid_out ins[2], outs[2];
+    int64_t shapes[4][LUCID_MAX_DIMS], strides[4][LUCID_MAX_DIMS];
+    int64_t numel, other;
+    if (read_entry_as(a, codes, &ins[0], shapes[0], strides[0], &numel, 1) != 0) return NULL;
+    if (read_entry_as(b, codes, &ins[1], shapes[1], strides[1], &other, 1) != 0) return NULL;
+    if (ins[0].dtype != ins[1].dtype || ins[0].ndim != ins[1].ndim ||
+        memcmp(shapes[0], shapes[1], (size_t)ins[0].ndim * sizeof(int64_t)) != 0)
+        Py_RETURN_NONE;
+    PyObject *ys[2] = {NULL, NULL}, *result = NULL;
+    int n_out = winners ? 2 : 1;
+    for (int i = 0; i < n_out; i++) {
+        if (i == 0) {
+            ys[i] = PyObject_CallFunctionObjArgs(empty_like, a, NULL);
+        } else {
+            PyObject *pos = PyTuple_Pack(1, a);
+            ys[i] = pos ? PyObject_Call(empty_like, pos, mask_kwargs) : NULL;
+            Py_XDECREF(pos);
+        }
+        if (ys[i] == NULL) goto done;
+        /* empty_like gives a's shape (and dtype, for y); its strides are
+         * read, since it keeps a dense a's layout. */
+        if (read_entry_as(ys[i], codes, &outs[i], shapes[2 + i], strides[2 + i], &other, 1) != 0) goto done;
+        if (outs[i].ndim != ins[0].ndim || (i == 0 && outs[i].dtype != ins[0].dtype) ||
+            memcmp(shapes[2 + i], shapes[0], (size_t)ins[0].ndim * sizeof(int64_t)) != 0) {
+            PyErr_SetString(PyExc_ValueError, "lent_binary(): empty_like gave another shape or dtype");
+            goto done;
+        }
+    }
+    int rc;
+    /* a, b (the caller's) and ys (ours) stay alive across the call. */
+    NATIVE_CALL(numel <= GIL_KEEP_ELEMS, rc = lucid_op_lent((int32_t)op, winners, ins, 2, NULL, 0, outs, n_out));
+    if (rc != 0) {
+        status_error(rc);
+        goto done;
+    }
+    if (!winners) {
+        result = ys[0];
+        ys[0] = NULL;
+    } else {
+        result = PyTuple_Pack(2, ys[0], ys[1]);
+    }
+done:
+    Py_XDECREF(ys[0]);
+    Py_XDECREF(ys[1]);
+    return result;
 }

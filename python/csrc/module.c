@@ -138,6 +138,8 @@ static PyMethodDef hot_methods[] = {
      "call(op, ins, attrs, out, nout, nograd): any op; its results owned before anything can raise."},
     {"lent", (PyCFunction)(void (*)(void))hot_lent, METH_FASTCALL,
      "lent(op, winners, ins, attrs, outs, codes): an op on other tensors' memory, into outs (lucid_op_lent)."},
+    {"lent_binary", (PyCFunction)(void (*)(void))hot_lent_binary, METH_FASTCALL,
+     "lent_binary(op, winners, a, b, codes, empty_like, mask_kwargs): a binary op's value (and mask) into empty_like(a), or None."},
     {"call_jvp", (PyCFunction)(void (*)(void))hot_call_jvp, METH_FASTCALL,
      "call_jvp(op, ins, tangents, attrs, nout): (outputs, tangents) of forward mode's call."},
     {"detach", hot_detach, METH_O, "detach(t): a Tensor sharing t's memory outside any graph."},

@@ -2,18 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+import sys
+from typing import Any, Callable, List, Optional, Union
 
 import numpy as np
 
 from ._lib import lib
 
-try:  # bfloat16 at the NumPy boundary needs ml_dtypes (optional)
-    import ml_dtypes as _ml_dtypes
+# bfloat16 at the NumPy boundary needs ml_dtypes (optional). It is imported
+# when a bfloat16 NumPy dtype is first needed, not with pylucid: importing
+# it costs ~0.4 s, six times NumPy's import (docs/dtypes.md).
+_bf16_np: Optional[np.dtype[Any]] = None
+_bf16_looked = False
+_bf16_loaded: List[Callable[[], None]] = []  # run once it is found (the C fast path's table)
 
-    _BF16_NP: Optional[np.dtype[Any]] = np.dtype(_ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - depends on the environment
-    _BF16_NP = None
+
+def _bfloat16_numpy(load: bool) -> Optional[np.dtype[Any]]:
+    """ml_dtypes' bfloat16 NumPy dtype, or None where ml_dtypes is absent;
+    with load=False, only if ml_dtypes is imported already (a NumPy array of
+    that dtype exists only then)."""
+    global _bf16_np, _bf16_looked
+    if not _bf16_looked and (load or "ml_dtypes" in sys.modules):
+        try:
+            import ml_dtypes
+        except ImportError:  # pragma: no cover - depends on the environment
+            pass
+        else:
+            _bf16_np = np.dtype(ml_dtypes.bfloat16)
+            _BY_NUMPY[_bf16_np] = bfloat16
+        _bf16_looked = True
+        if _bf16_np is not None:
+            for hook in _bf16_loaded:
+                hook()
+    return _bf16_np
 
 
 class dtype:
@@ -34,12 +55,13 @@ class dtype:
     @property
     def numpy_dtype(self) -> np.dtype[Any]:
         """The matching NumPy dtype (bfloat16 needs the ml_dtypes package)."""
-        if self._np is None:
+        npd = self._np if self._np is not None or self.code != lib.LUCID_BFLOAT16 else _bfloat16_numpy(True)
+        if npd is None:
             raise TypeError(
                 "pylucid.bfloat16 has no NumPy dtype unless the ml_dtypes package is installed "
-                "(pip install ml_dtypes); convert with .to(pylucid.float32) first"
+                "(the bf16 extra, docs/install.md); convert with .to(pylucid.float32) first"
             )
-        return self._np
+        return npd
 
 
 # The codes are the library's (lucid.h, LUCID_BOOL ... LUCID_FLOAT64).
@@ -50,7 +72,7 @@ int16 = dtype("int16", lib.LUCID_INT16, 2, False, np.dtype(np.int16))
 int32 = dtype("int32", lib.LUCID_INT32, 4, False, np.dtype(np.int32))
 int64 = dtype("int64", lib.LUCID_INT64, 8, False, np.dtype(np.int64))
 float16 = dtype("float16", lib.LUCID_FLOAT16, 2, True, np.dtype(np.float16))
-bfloat16 = dtype("bfloat16", lib.LUCID_BFLOAT16, 2, True, _BF16_NP)
+bfloat16 = dtype("bfloat16", lib.LUCID_BFLOAT16, 2, True, None)  # its NumPy dtype: _bfloat16_numpy
 float32 = dtype("float32", lib.LUCID_FLOAT32, 4, True, np.dtype(np.float32))
 float64 = dtype("float64", lib.LUCID_FLOAT64, 8, True, np.dtype(np.float64))
 
@@ -83,6 +105,8 @@ def from_numpy_dtype(dt: np.dtype[Any]) -> dtype:
     """The pylucid dtype of a NumPy dtype, or TypeError naming it."""
     native = dt.newbyteorder("=") if dt.byteorder not in ("=", "|") else dt
     found = _BY_NUMPY.get(native)
+    if found is None and _bfloat16_numpy(False) is not None:
+        found = _BY_NUMPY.get(native)
     if found is not None:
         return found
     kind = _REJECTED_KINDS.get(dt.kind, "unsupported")

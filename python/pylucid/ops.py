@@ -226,3 +226,9 @@ if TYPE_CHECKING:
 late.ops = sys.modules[__name__]  # Tensor's methods (t.amax(), t.clamp(), ...) call the ops here
 
 __all__ = ["AmpPolicy", "MinMaxResult", "OpSchema", "schemas"] + _public
+
+
+def __dir__() -> List[str]:
+    """dir(pylucid.ops): the public names (the ops, their schemas' types),
+    not the module's imports and helpers."""
+    return sorted(__all__)

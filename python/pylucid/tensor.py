@@ -12,6 +12,7 @@ from . import _lib
 from ._lib import ffi, lib, raise_status
 from ._state import state
 from . import _scalars
+from . import dtypes as _dtypes
 from .dtypes import BY_CODE, DTypeLike, as_dtype, bfloat16, bool_, dtype, float32, from_numpy_dtype
 
 # The runtime layer (_runtime.py): the C path or the fallback, handles'
@@ -665,18 +666,23 @@ if _hot is not None:
     _hot.set_out_desc(out_desc_address, np.ndarray)
     def _lendable(d: dtype) -> Optional[np.dtype[Any]]:
         """d's NumPy dtype where _hot.from_ndarray may take it (bool: its
-        bytes need checking; bfloat16 without ml_dtypes has none)."""
-        try:
-            nd = np.dtype(d.numpy_dtype)
-        except TypeError:
-            return None
+        bytes need checking; bfloat16: once ml_dtypes is loaded, which this
+        does not do)."""
+        if d is bfloat16:
+            return _dtypes._bfloat16_numpy(False)
+        nd = np.dtype(d.numpy_dtype)
         return nd if d is not bool_ and from_numpy_dtype(nd) is d else None
 
-    _probe = np.zeros((3, 5), np.float32)
-    _hot.set_ndarray(_probe, _probe.__array_interface__["data"][0],
-                     tuple((_lendable(d), d.code, d.itemsize) for d in BY_CODE.values() if _lendable(d) is not None),
-                     _borrowed)
-    del _probe
+    def _set_ndarray() -> None:
+        """Tells _hot the NumPy dtypes it may lend (again when ml_dtypes'
+        bfloat16 arrives)."""
+        probe = np.zeros((3, 5), np.float32)
+        _hot.set_ndarray(probe, probe.__array_interface__["data"][0],
+                         tuple((_lendable(d), d.code, d.itemsize) for d in BY_CODE.values()
+                               if _lendable(d) is not None), _borrowed)
+
+    _set_ndarray()
+    _dtypes._bf16_loaded.append(_set_ndarray)
     _hot_from_ndarray = _hot.from_ndarray
     binary = _hot.binary
     _hot_reduce_all = _hot.reduce_all

@@ -170,6 +170,9 @@ _IDS = {s["name"]: int(s["id"]) for s in _lib.schema_table()}
 
 
 _Tensor = torch.Tensor
+_empty_like = torch.empty_like
+_MASK_KWARGS = {"dtype": torch.bool}
+_grad_enabled = torch.is_grad_enabled
 
 
 class _Lent:
@@ -201,18 +204,28 @@ class _Lent:
         ca = ffi.new("int64_t[]", a or [0])
         _lib.check(lib.lucid_op_lent(op, form, entries(ins), len(ins), ca, len(a), entries(outs), len(outs)))
 
+    @staticmethod
+    def lent_binary(op: int, winners: bool, a: torch.Tensor, b: torch.Tensor, codes: Dict[torch.dtype, int],
+                    empty_like: Callable[..., torch.Tensor], mask_kwargs: Dict[str, Any]) -> Any:
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return None
+        ys = (empty_like(a), empty_like(a, **mask_kwargs)) if winners else (empty_like(a),)
+        _Lent.lent(op, int(winners), (a, b), None, ys, codes)
+        return ys if winners else ys[0]
+
 
 _hot: Any = _hot_module if _hot_module is not None else _Lent
 
 
 def _binary_kernel(name: str, winners: bool) -> Callable[..., Any]:
+    op_id = _IDS[name]
+
     def kernel(a: torch.Tensor, b: torch.Tensor) -> Any:
-        if a.shape == b.shape and a.dtype == b.dtype:
-            shape: Any = a.shape
-            y = torch.empty_like(a, memory_format=torch.contiguous_format)
-        else:
-            shape = _broadcast(a.shape, b.shape)
-            y = torch.empty(shape, dtype=_result_dtype(name, a.dtype, b.dtype))
+        r = _hot.lent_binary(op_id, winners, a, b, _CODES, _empty_like, _MASK_KWARGS)
+        if r is not None:  # one dtype and shape: the results laid out as a
+            return r
+        shape = _broadcast(a.shape, b.shape)
+        y = torch.empty(shape, dtype=_result_dtype(name, a.dtype, b.dtype))
         if not winners:
             _hot.lent(_IDS[name], False, (a, b), None, (y,), _CODES)
             return y
@@ -225,6 +238,9 @@ def _binary_kernel(name: str, winners: bool) -> Callable[..., Any]:
 
 def _binary_fake(name: str, winners: bool) -> Callable[..., Any]:
     def fake(a: torch.Tensor, b: torch.Tensor) -> Any:
+        if a.shape == b.shape and a.dtype == b.dtype:  # the kernel's layout: a's, as torch.minimum's
+            y = torch.empty_like(a)
+            return (y, torch.empty_like(a, dtype=torch.bool)) if winners else y
         shape = _broadcast(a.shape, b.shape)
         y = a.new_empty(shape, dtype=_result_dtype(name, a.dtype, b.dtype))
         return (y, a.new_empty(shape, dtype=torch.bool)) if winners else y
@@ -760,13 +776,21 @@ def _binary_fn(name: str) -> Callable[..., torch.Tensor]:
     value_op, winners_op = _OPS[name], _OPS[name + "_winners"]
     kernel = _binary_kernel(name, False)
     function = _function(_Selection, name)
+    op_id, winners_kernel, eager = _IDS[name], _KERNELS[winners_op], function[2]
 
     def fn(input: torch.Tensor, other: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-        if (out is None and not _is_compiling() and type(input) is _Tensor and type(other) is _Tensor
-                and input.is_cpu and other.is_cpu and not (input.requires_grad or other.requires_grad)
-                and input.dtype in _CODES and other.dtype in _CODES and _fwd_ad._current_level < 0
-                and not (_is_wrapped(input) or _is_wrapped(other) or _dispatch_modes() or _function_modes())):
-            return cast(torch.Tensor, kernel(input, other))  # plain eager, nothing to record: no dispatcher
+        # Plain eager CPU tensors, nothing watching: no dispatcher (what
+        # _elementwise_call would choose, without its general checks).
+        if (out is None and type(input) is _Tensor and type(other) is _Tensor and input.is_cpu and other.is_cpu
+                and not (_is_compiling() or _is_wrapped(input) or _is_wrapped(other) or _dispatch_modes()
+                         or _function_modes())):
+            if not (input.requires_grad or other.requires_grad):
+                if input.dtype in _CODES and other.dtype in _CODES and _fwd_ad._current_level < 0:
+                    y = _hot.lent_binary(op_id, False, input, other, _CODES, _empty_like, _MASK_KWARGS)
+                    return y if y is not None else cast(torch.Tensor, kernel(input, other))
+            elif (input.dtype in _FLOATING and other.dtype in _FLOATING and _grad_enabled()
+                  and not _transforms_active()):
+                return cast(torch.Tensor, eager.apply(winners_kernel, input, other)[0])  # record
         _check(name, input, "input")
         _check(name, other, "other")
         return _elementwise_call(name, (input, other), out, value_op, winners_op, kernel, function)
