@@ -33,3 +33,62 @@ def test_torch_example_without_torch_names_the_extra():
     assert "Traceback" not in out.stderr
     assert out.stderr.strip() == ('examples/torch_train.py needs PyTorch: install pylucid with its torch extra, '
                                   'python3 -m pip install ".[torch]" from a checkout (docs/install.md)')
+
+
+def _public_ops():
+    return [n for n in ops.__all__ if isinstance(getattr(ops, n), ops.Op)]
+
+
+def test_every_public_op_has_a_signature_with_out():
+    import inspect
+
+    names = _public_ops()
+    assert len(names) >= 20
+    for n in names:
+        sig = inspect.signature(getattr(ops, n))
+        params = sig.parameters
+        assert "out" in params and params["out"].kind is inspect.Parameter.KEYWORD_ONLY, (n, sig)
+        first = next(iter(params.values()))
+        assert first.name in ("a", "x") and first.default is inspect.Parameter.empty, (n, sig)
+    assert str(inspect.signature(ops.minimum)) == "(a: 'Any', b: 'Any', *, out: 'Any' = None) -> 'Tensor'"
+    assert list(inspect.signature(ops.clamp).parameters) == ["x", "min", "max", "out"]
+    assert list(inspect.signature(ops.amax).parameters) == ["a", "dim", "keepdim", "out"]
+    assert inspect.signature(ops.clip) == inspect.signature(ops.clamp)
+    # keywords bind as the signature says
+    t = pylucid.tensor([1.0, 5.0])
+    assert ops.minimum(b=t, a=pylucid.tensor([2.0, 2.0])).tolist() == [1.0, 2.0]
+
+
+def _message(fn):
+    try:
+        fn()
+    except TypeError as e:
+        return str(e)
+    raise AssertionError("no TypeError")
+
+
+def test_wrong_calls_name_the_public_function_and_argument():
+    t = pylucid.tensor([1.0, 2.0])
+    assert _message(lambda: ops.minimum(t)) == "minimum(): missing a required argument: 'b'"
+    assert _message(lambda: ops.minimum(t, t, t)) == "minimum(): too many positional arguments"
+    assert _message(lambda: ops.maximum(t, t, oops=1)) == "maximum(): got an unexpected keyword argument 'oops'"
+    assert _message(lambda: ops.minimum(None, t)) == (
+        "minimum(): argument 'a' must be a Tensor, array or number, not NoneType")
+    assert _message(lambda: ops.fmin(t, "x")) == "fmin(): argument 'b' must be a Tensor, array or number, not str"
+    assert _message(lambda: ops.clamp(None, 1)) == (
+        "clamp(): argument 'x' must be a Tensor, array or number, not NoneType")
+    assert _message(lambda: ops.clip(t, min="0")) == (  # clip is clamp itself (an alias: one op)
+        "clamp(): argument 'min' must be a Tensor, array or number, not str")
+    assert _message(lambda: ops.amin()) == "amin(): missing a required argument: 'a'"
+    assert _message(lambda: ops.argmax(t, 0, False, 1)) == "argmax(): too many positional arguments"
+    # the internals stay out of the message
+    for fn in (lambda: ops.minimum(t), lambda: ops.nanmax(t, 0, True, None)):
+        assert "_py_" not in _message(fn) and "_reduction" not in _message(fn)
+    # errors from inside a well-formed call are the op's own
+    import numpy as np
+
+    try:
+        ops.minimum(np.zeros(2), np.zeros(3))
+    except ValueError as e:
+        assert "cannot be broadcast" in str(e)
+    assert ops.minimum(t, [0.0, 5.0]).tolist() == [0.0, 2.0]  # a list is an operand

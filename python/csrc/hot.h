@@ -99,6 +99,7 @@ PyObject *hot_release(PyObject *mod, PyObject *t);
 
 /* ---- lent.c ---- */
 PyObject *hot_lent(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *hot_set_call_error_hook(PyObject *mod, PyObject *hook);
 PyObject *hot_lent_binary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 
 /* ---- call.c ---- */

@@ -138,6 +138,8 @@ static PyMethodDef hot_methods[] = {
      "call(op, ins, attrs, out, nout, nograd): any op; its results owned before anything can raise."},
     {"lent", (PyCFunction)(void (*)(void))hot_lent, METH_FASTCALL,
      "lent(op, winners, ins, attrs, outs, codes): an op on other tensors' memory, into outs (lucid_op_lent)."},
+    {"set_call_error_hook", hot_set_call_error_hook, METH_O,
+     "set_call_error_hook(fn): fn(op, args, kwargs, error) rewords an op call's TypeError (or returns None)."},
     {"lent_binary", (PyCFunction)(void (*)(void))hot_lent_binary, METH_FASTCALL,
      "lent_binary(op, winners, a, b, codes, empty_like, mask_kwargs): a binary op's value (and mask) into empty_like(a), or None."},
     {"call_jvp", (PyCFunction)(void (*)(void))hot_call_jvp, METH_FASTCALL,

@@ -87,6 +87,65 @@ done:
     return r;
 }
 
+/* Python's explain(op, args, kwargs, error): called when an op's call
+ * raised TypeError, it raises the error in the user's words (the public
+ * function and argument, docs/semantics.md) or returns None to keep the
+ * original. Set by set_call_error_hook. */
+static PyObject *call_error_hook;
+
+PyObject *hot_set_call_error_hook(PyObject *mod, PyObject *hook) {
+    (void)mod;
+    PyObject *old = call_error_hook;
+    Py_INCREF(hook);
+    call_error_hook = hook;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
+/* After a failed call (NULL, error set): lets the hook reword a TypeError. */
+static PyObject *explain_call_error(OpObject *o, PyObject *const *call, Py_ssize_t nargs, PyObject *kwnames) {
+    if (call_error_hook == NULL || !PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_Size(kwnames);
+    PyObject *args = PyTuple_New(nargs), *kw = PyDict_New(), *hook = call_error_hook, *r = NULL;
+    Py_INCREF(hook); /* the hook may be replaced while it runs */
+    if (args != NULL && kw != NULL) {
+        int ok = 1;
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            Py_INCREF(call[i]);
+            PyTuple_SetItem(args, i, call[i]);
+        }
+        for (Py_ssize_t j = 0; j < nkw && ok; j++) {
+            ok = PyDict_SetItem(kw, PyTuple_GetItem(kwnames, j), call[nargs + j]) == 0;
+        }
+        if (ok) r = PyObject_CallFunctionObjArgs(hook, (PyObject *)o, args, kw, value ? value : Py_None, NULL);
+    }
+    Py_DECREF(hook);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    if (r != NULL) { /* None: the original error stands */
+        Py_DECREF(r);
+        PyErr_Restore(type, value, tb);
+        return NULL;
+    }
+    if (PyErr_ExceptionMatches(PyExc_TypeError)) { /* the reworded error, its cause the original */
+        PyObject *t2, *v2, *tb2;
+        PyErr_Fetch(&t2, &v2, &tb2);
+        PyErr_NormalizeException(&t2, &v2, &tb2);
+        if (v2 != NULL && value != NULL) {
+            PyException_SetContext(v2, value); /* steals value */
+            value = NULL;
+        }
+        PyErr_Restore(t2, v2, tb2);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return NULL;
+}
+
 static PyObject *op_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     OpObject *o = (OpObject *)self;
     Py_ssize_t nargs = (Py_ssize_t)(nargsf & ~PY_VECTORCALL_ARGUMENTS_OFFSET);
@@ -102,7 +161,8 @@ static PyObject *op_vectorcall(PyObject *self, PyObject *const *args, size_t nar
         int keep = small_dims(dims[0], shape_dims(sa, dims[0]), dims[1], sb == sa ? 0 : shape_dims(sb, dims[1]));
         return binary_call(o->code, in, keep, args[0]);
     }
-    return op_call_func(o, args, nargs, kwnames);
+    PyObject *r = op_call_func(o, args, nargs, kwnames);
+    return r != NULL ? r : explain_call_error(o, args, nargs, kwnames);
 }
 
 /* tp_call (PyObject_Call goes through the vectorcall slot; this serves

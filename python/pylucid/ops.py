@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import inspect
 import operator
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -17,7 +18,9 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optiona
 from . import _lib
 from ._runtime import _hot
 from ._calls import call_op
-from .tensor import Tensor, _operand, as_tensor, binary, late, reduce, reduction_attrs, unary
+import numpy as np
+
+from .tensor import Tensor, _operand, _py_binary, as_tensor, binary, late, reduce, reduction_attrs, unary
 
 ArrayLike = Any
 
@@ -73,6 +76,13 @@ class _PartialOp(functools.partial):  # type: ignore[type-arg]
         self.__doc__ = doc
         self.__name__ = name  # type: ignore[attr-defined]
         return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except TypeError as e:
+            _explain_call_error(self, args, kwargs, e)
+            raise
 
     @property
     def schema(self) -> OpSchema:
@@ -221,6 +231,65 @@ if TYPE_CHECKING:
         """The ops are module attributes set above from the library's records;
         this says so for the type checker, and names what is missing."""
         raise AttributeError("module 'pylucid.ops' has no op %r" % name)
+
+
+# ---- signatures, and wrong calls in the user's words (docs/semantics.md)
+
+
+def _public_signature(s: Dict[str, Any]) -> inspect.Signature:
+    """The signature users call op s with: its form's function without the
+    arguments the op binds (its id, minmax's whole-tensor op)."""
+    fn, bound = _FORMS[s["signature"]]
+    if fn is binary:
+        fn = _py_binary  # binary's Python form, same parameters
+    params = list(inspect.signature(fn).parameters.values())[1 + len(bound(s)):]
+    return inspect.Signature(params, return_annotation=inspect.signature(fn).return_annotation)
+
+
+_SIGNATURES: Dict[str, inspect.Signature] = {}
+for _s in _lib.schema_table():
+    if _s["signature"] in _FORMS:
+        for _n in [_s["name"]] + list(_s["aliases"]):
+            _SIGNATURES[_n] = _public_signature(_s)
+del _s, _n
+setattr(Op, "__signature__", property(lambda self: _SIGNATURES[self.__name__], doc="inspect.signature's answer"))
+
+# The parameters that take an operand (a Tensor, array or number; clamp's
+# bounds also None).
+_OPERANDS = {"a": False, "b": False, "x": False, "min": True, "max": True}
+
+
+def _is_operand(v: Any) -> bool:
+    if isinstance(v, (Tensor, np.ndarray, np.generic, bool, int, float, complex)):  # complex: the dtype's error
+        return True
+    if isinstance(v, (list, tuple)):
+        return all(_is_operand(e) for e in v)
+    return hasattr(v, "__array__") or hasattr(v, "__dlpack__") or hasattr(v, "__array_interface__")
+
+
+def _explain_call_error(op: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any], error: BaseException) -> None:
+    """Called when op(*args, **kwargs) raised TypeError: raises one that
+    names the public function and the argument where the call itself is
+    wrong; returns (keeping the original) otherwise."""
+    name = op.__name__
+    sig = _SIGNATURES.get(name)
+    if sig is None:
+        return
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError("%s(): %s" % (name, e)) from None
+    for pname, value in bound.arguments.items():
+        none_ok = _OPERANDS.get(pname)
+        if none_ok is None or (value is None and none_ok):
+            continue
+        if not _is_operand(value):
+            raise TypeError("%s(): argument '%s' must be a Tensor, array or number, not %s"
+                            % (name, pname, type(value).__name__)) from None
+
+
+if _hot is not None:
+    _hot.set_call_error_hook(_explain_call_error)
 
 
 late.ops = sys.modules[__name__]  # Tensor's methods (t.amax(), t.clamp(), ...) call the ops here
