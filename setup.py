@@ -71,15 +71,27 @@ def go_version(go: str) -> tuple:
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
+def portable_kernels_message(version: tuple, goexperiment: "str | None") -> str:
+    """The line the build prints when it builds the portable kernels only."""
+    why = ("Go %d.%d has no GOEXPERIMENT=simd (Go 1.26 or newer has)" % version[:2] if version < (1, 26)
+           else "GOEXPERIMENT=%s leaves out simd" % goexperiment)
+    return ("pylucid: building the portable kernels only (%s): about 4x slower at 2^24 elements than the "
+            "AVX2 kernels; pylucid.show_config() says which a build has" % why)
+
+
 def build_native(dest: pathlib.Path) -> None:
     go = shutil.which("go")
     if go is None:
         raise RuntimeError("building pylucid needs the Go toolchain (go >= 1.24) on PATH")
     dest.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, CGO_ENABLED="1")
-    if platform.machine().lower() in ("x86_64", "amd64") and "GOEXPERIMENT" not in os.environ \
-            and go_version(go) >= (1, 26):
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    version = go_version(go)
+    if x86 and "GOEXPERIMENT" not in os.environ and version >= (1, 26):
         env["GOEXPERIMENT"] = "simd"  # the AVX2 kernels (core/backend/cpu/simd_amd64.go)
+    if x86 and "simd" not in env.get("GOEXPERIMENT", "").split(","):
+        # one line, so a slower build is never a silent one (docs/install.md)
+        print(portable_kernels_message(version, env.get("GOEXPERIMENT")), file=sys.stderr, flush=True)
     ldflags = "-s -w"
     if sys.platform == "darwin":
         ldflags += " -extldflags=-Wl,-install_name,@rpath/" + LIBNAME  # found through the extension's rpath

@@ -22,6 +22,7 @@ import (
 
 	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/backend/cpu"
+	"github.com/pylucid/pylucid/core/buildinfo"
 	"github.com/pylucid/pylucid/core/errs"
 	"github.com/pylucid/pylucid/core/ops"
 	"github.com/pylucid/pylucid/core/tensor"
@@ -149,6 +150,21 @@ func lucid_schemas(buf *C.char, n C.size_t, needed *C.size_t) C.int {
 				s.Whole, s.Floating, orEmpty(s.NumPy), orEmpty(s.Bridges), orEmpty(s.Aliases), s.Doc})
 		}
 		b, err := json.Marshal(out)
+		if err != nil {
+			return err
+		}
+		if needed != nil {
+			*needed = C.size_t(len(b) + 1)
+		}
+		copyString(string(b), buf, n)
+		return nil
+	})
+}
+
+//export lucid_build_info
+func lucid_build_info(buf *C.char, n C.size_t, needed *C.size_t) C.int {
+	return call(func() error {
+		b, err := json.Marshal(buildinfo.Get())
 		if err != nil {
 			return err
 		}

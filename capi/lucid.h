@@ -403,6 +403,13 @@ int lucid_get_num_threads(int32_t *n);
  * "bridges" the framework bridges that offer it ("torch", "jax", "dask"),
  * "aliases" other names for it ("clip"), "doc" its documentation. */
 int lucid_schemas(char *buf, size_t n, size_t *needed);
+/* What this build is, as a JSON object (written, NUL-terminated and cut to
+ * fit, into buf of n bytes; *needed gets the full size, NUL included, as
+ * lucid_schemas): "go_version" (the toolchain: "go1.26.8"), "module",
+ * "os", "arch", "kernels" ("simd (AVX2)", "simd compiled, portable in use
+ * (no AVX2)" or "portable"), "simd" (the SIMD kernels compiled in),
+ * "cpu_features" (those the kernels in use rely on) and "threads". */
+int lucid_build_info(char *buf, size_t n, size_t *needed);
 /* Exports tensor h for a DLPack consumer. *managed receives a new
  * DLManagedTensorVersioned* (versioned != 0; DLPack 1.0, flags
  * LUCID_DL_FLAG_READ_ONLY for read-only borrowed memory and

@@ -35,7 +35,7 @@ try:
     import torch
 except ModuleNotFoundError:  # the example needs the torch extra
     sys.exit("examples/torch_train.py needs PyTorch: install pylucid with its torch extra, "
-             "python3 -m pip install \".[torch]\" from a checkout (docs/install.md)")
+             "`python3 -m pip install '.[torch]'` from a checkout (docs/install.md)")
 
 import pylucid.torch as pt
 

@@ -32,7 +32,7 @@ def test_torch_example_without_torch_names_the_extra():
     assert out.returncode == 1
     assert "Traceback" not in out.stderr
     assert out.stderr.strip() == ('examples/torch_train.py needs PyTorch: install pylucid with its torch extra, '
-                                  'python3 -m pip install ".[torch]" from a checkout (docs/install.md)')
+                                  "`python3 -m pip install '.[torch]'` from a checkout (docs/install.md)")
 
 
 def _public_ops():
@@ -92,3 +92,42 @@ def test_wrong_calls_name_the_public_function_and_argument():
     except ValueError as e:
         assert "cannot be broadcast" in str(e)
     assert ops.minimum(t, [0.0, 5.0]).tolist() == [0.0, 2.0]  # a list is an operand
+
+
+def test_show_config_says_what_the_build_is():
+    import ast
+    import io
+    import platform
+
+    import numpy as np
+
+    buf = io.StringIO()
+    facts = pylucid.show_config(file=buf)
+    lines = dict(line.split(": ", 1) for line in buf.getvalue().splitlines())
+    assert list(lines) == ["pylucid", "go", "kernels", "cpu features", "threads", "platform", "python", "numpy",
+                           "ml_dtypes"]
+    assert lines["pylucid"] == pylucid.__version__
+    assert lines["go"].startswith("go1.") and int(lines["go"].split(".")[1].split("-")[0]) >= 24
+    assert lines["kernels"] in ("simd (AVX2)", "simd compiled, portable in use (no AVX2)", "portable")
+    assert (lines["cpu features"] == "AVX2") == (lines["kernels"] == "simd (AVX2)")
+    assert int(lines["threads"]) == pylucid.get_num_threads()
+    assert lines["numpy"] == np.__version__
+    assert lines["python"] == platform.python_version()
+    assert facts["threads"] == pylucid.get_num_threads() and facts["kernels"] == lines["kernels"]
+    pylucid.set_num_threads(1)
+    try:
+        assert pylucid.show_config(file=io.StringIO())["threads"] == 1
+    finally:
+        pylucid.set_num_threads(int(lines["threads"]))
+    # the build that CI and the wheel make on x86-64 with Go 1.26 has the SIMD kernels
+    if platform.machine() == "x86_64" and "-X:simd" in lines["go"]:
+        assert lines["kernels"].startswith("simd")
+    # the build's one line when it falls back to the portable kernels (setup.py)
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "portable_kernels_message")
+    ns: dict = {}
+    exec(compile(ast.Module([fn], []), "setup.py", "exec"), ns)
+    msg = ns["portable_kernels_message"]((1, 25), None)
+    assert msg.startswith("pylucid: building the portable kernels only (Go 1.25 has no GOEXPERIMENT=simd")
+    assert "\n" not in msg and "show_config" in msg
+    assert "GOEXPERIMENT=noregabi leaves out simd" in ns["portable_kernels_message"]((1, 26), "noregabi")

@@ -24,6 +24,7 @@ _COMMAND = re.compile(r"pip3? install ([^`\n]*)")
 def _targets(args: str):
     """The requirement arguments of a pip install command line (options and
     their values dropped; the line ends at a shell operator)."""
+    args = args.replace('\\"', '"')  # a command quoted inside a Python string: \" is "
     words = shlex.split(args.split("&&")[0].split(";")[0].split(")")[0])
     out, skip = [], False
     for w in words:
@@ -63,6 +64,7 @@ def test_the_checker_refuses_bare_names():
     assert _is_path_or_wheel(".[torch]") and _is_path_or_wheel(".")
     assert _is_path_or_wheel("./dist/pylucid_tensors-0.1.0-cp310-abi3-manylinux_2_34_x86_64.whl[torch]")
     assert _targets('-q ".[test]" && go vet ./...') == [".[test]"]
+    assert _targets('install \\".[torch]\\" from a checkout') == ["install", ".[torch]", "from", "a", "checkout"]
 
 
 def test_the_distribution_is_named_pylucid_tensors():

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from typing import Any as _Any, Dict as _Dict
+
 from . import _lib
 from ._lib import check as _check
 from ._lib import ffi as _ffi
@@ -56,6 +58,36 @@ def get_num_threads() -> int:
     return int(out[0])
 
 
+def show_config(file: _Any = None) -> _Dict[str, _Any]:
+    """Prints what this pylucid is, as ``numpy.show_config()`` does: its
+    version, the Go version its core was built with, the kernels compiled in
+    (SIMD/AVX2 or portable), the CPU features they use, the thread count and
+    the NumPy and ml_dtypes versions (ml_dtypes is not imported to find it).
+    Returns the same facts as a dict (``file``: where to print, default
+    ``sys.stdout``)."""
+    import importlib.metadata
+    import sys
+
+    import numpy
+
+    info = _lib.build_info()
+    try:
+        ml = importlib.metadata.version("ml_dtypes")
+    except importlib.metadata.PackageNotFoundError:
+        ml = None
+    facts: _Dict[str, _Any] = {
+        "pylucid": __version__, "go": info["go_version"], "kernels": info["kernels"],
+        "cpu features": info["cpu_features"], "threads": info["threads"],
+        "platform": "%s/%s" % (info["os"], info["arch"]), "python": sys.version.split()[0],
+        "numpy": numpy.__version__, "ml_dtypes": ml,
+    }
+    out = sys.stdout if file is None else file
+    for k, v in facts.items():
+        shown = " ".join(v) or "none" if isinstance(v, list) else ("not installed" if v is None else v)
+        print("%s: %s" % (k, shown), file=out)
+    return facts
+
+
 def _stats() -> dict[str, int]:
     """Library counters: live handles, borrowed buffers, C bytes and blocks,
     DLPack exports whose deleter has not run yet, and long calls (jobs) whose
@@ -95,6 +127,7 @@ def _collect() -> None:
 bool = bool_  # noqa: A001 - pylucid.bool, as torch.bool
 
 __all__ = [
+    "show_config",
     "Tensor",
     "Node",
     "tensor",

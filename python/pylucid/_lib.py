@@ -191,6 +191,18 @@ def schema_table() -> List[Dict[str, Any]]:
     return _schema_table
 
 
+def build_info() -> Dict[str, Any]:
+    """What the native library is (``lucid_build_info``): its Go version,
+    kernels, CPU features and thread count."""
+    check_fork()
+    needed = ffi.new("size_t*")
+    check(lib.lucid_build_info(ffi.NULL, 0, needed))
+    buf = ffi.new("char[]", needed[0])
+    check(lib.lucid_build_info(buf, needed[0], needed))
+    info: Dict[str, Any] = json.loads(ffi.string(buf).decode())
+    return info
+
+
 def bridge_records(bridge: str) -> List[Dict[str, Any]]:
     """The records of the ops a framework bridge offers ("torch", "jax",
     "dask": the op record's Bridges)."""

@@ -37,6 +37,10 @@ var haveAVX2 = archsimd.X86.AVX2()
 // SIMDEnabled reports whether the SIMD fast paths are compiled in and usable.
 func SIMDEnabled() bool { return haveAVX2 }
 
+// SIMDCompiled reports whether the SIMD fast paths are compiled in (they
+// run where SIMDEnabled says the CPU has AVX2).
+func SIMDCompiled() bool { return true }
+
 // unit reports how an operand of element size sz advances: 1 contiguous,
 // 0 broadcast, -1 anything else.
 func unit(stride, sz int) int {

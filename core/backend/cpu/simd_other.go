@@ -14,6 +14,10 @@ import (
 // SIMDEnabled reports whether the SIMD fast paths are compiled in and usable.
 func SIMDEnabled() bool { return false }
 
+// SIMDCompiled reports whether the SIMD fast paths are compiled in: not in
+// this build (Go before 1.26, GOEXPERIMENT=simd unset, or not amd64).
+func SIMDCompiled() bool { return false }
+
 func simdSelect[R rule](*seg, int, int, int, int) int  { return 0 }
 func simdRoute[R rule](*seg, int) int                  { return 0 }
 func simdMaskInto[R rule](*seg, int) int               { return 0 }
