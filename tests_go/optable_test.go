@@ -776,6 +776,10 @@ func keepIndex(shape, keep []int, i int) int {
 // the tests that cover them instead.
 var notInTable = map[string]string{
 	"cast": "cast_test.go",
+	// The view and indexing ops (linear maps: adjoint and double-backward
+	// identities, values by position).
+	"permute": "views_test.go", "slice": "views_test.go", "slice_backward": "views_test.go",
+	"view": "views_test.go", "take": "views_test.go", "take_backward": "views_test.go",
 }
 
 // Every registered op has a row (or is covered by a row's gradient), and

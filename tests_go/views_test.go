@@ -1,0 +1,119 @@
+package tests_go
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pylucid/pylucid/core/dtype"
+	"github.com/pylucid/pylucid/core/ops"
+	"github.com/pylucid/pylucid/core/tensor"
+)
+
+// The view and indexing ops (permute, slice, view, take and their gradient
+// ops) are linear maps, so their gradients are checked exactly by the
+// adjoint identity <w, op(x)> == <grad, x> (what finite differences
+// approximate), their double backward by d<grad, v>/dw == op(v), and their
+// values against row-major positions computed here.
+
+type viewCase struct {
+	name  string
+	shape []int
+	op    func(c *ops.Context, x *tensor.Tensor) (*tensor.Tensor, error)
+	want  []float64 // op of x = 0, 1, 2, ... row-major
+	node  string
+	views bool // the result shares x's memory
+}
+
+func TestViewOps(t *testing.T) {
+	idx, err := tensor.FromInt64s(dtype.Int64, []int{2, 2}, []int64{5, 0, 5, 3})
+	require.NoError(t, err)
+	cases := []viewCase{
+		{"permute", []int{2, 3}, func(c *ops.Context, x *tensor.Tensor) (*tensor.Tensor, error) { return ops.Permute(c, x, []int{1, 0}) },
+			[]float64{0, 3, 1, 4, 2, 5}, "PermuteBackward", true},
+		{"permute_negative", []int{1, 2, 3}, func(c *ops.Context, x *tensor.Tensor) (*tensor.Tensor, error) {
+			return ops.Permute(c, x, []int{-1, 0, 1})
+		}, []float64{0, 3, 1, 4, 2, 5}, "PermuteBackward", true},
+		{"slice_step", []int{2, 3}, func(c *ops.Context, x *tensor.Tensor) (*tensor.Tensor, error) { return ops.Slice(c, x, 1, 0, 3, 2) },
+			[]float64{0, 2, 3, 5}, "SliceBackward", true},
+		{"slice_reversed", []int{2, 3}, func(c *ops.Context, x *tensor.Tensor) (*tensor.Tensor, error) {
+			return ops.Slice(c, x, -1, -1, -100, -1)
+		}, []float64{2, 1, 0, 5, 4, 3}, "SliceBackward", true},
+		{"slice_empty", []int{2, 3}, func(c *ops.Context, x *tensor.Tensor) (*tensor.Tensor, error) { return ops.Slice(c, x, 0, 2, 1, 1) },
+			nil, "SliceBackward", true},
+		{"view", []int{2, 3}, func(c *ops.Context, x *tensor.Tensor) (*tensor.Tensor, error) { return ops.ViewAs(c, x, []int{3, 2}) },
+			[]float64{0, 1, 2, 3, 4, 5}, "ViewBackward", true},
+		{"take_repeated", []int{2, 3}, func(c *ops.Context, x *tensor.Tensor) (*tensor.Tensor, error) { return ops.Take(c, x, idx) },
+			[]float64{5, 0, 5, 3}, "TakeBackward", false},
+		{"take_of_transposed", []int{2, 3}, func(c *ops.Context, x *tensor.Tensor) (*tensor.Tensor, error) {
+			xt, err := ops.Permute(c, x, []int{1, 0}) // not contiguous: positions are row-major in the view
+			if err != nil {
+				return nil, err
+			}
+			return ops.Take(c, xt, idx)
+		}, []float64{5, 0, 5, 4}, "TakeBackward", false},
+	}
+	for _, k := range cases {
+		t.Run(k.name, func(t *testing.T) {
+			n := numel(k.shape)
+			vals := make([]float64, n)
+			for i := range vals {
+				vals[i] = float64(i)
+			}
+			x := leaf(t, f64(t, k.shape, vals...))
+			y := must(t)(k.op(nil, x))
+			if k.want == nil {
+				require.Zero(t, y.Numel())
+			} else {
+				require.Equal(t, k.want, y.Float64s())
+			}
+			fn, _ := y.GradFn()
+			require.NotNil(t, fn)
+			require.Equal(t, k.node, fn.(interface{ Name() string }).Name())
+			require.Equal(t, k.views, y.Storage() == x.Storage(), "shares memory")
+
+			// <w, op(x)> == <op^T(w), x>, and d<op^T(w), v>/dw == op(v).
+			r := newRand(7)
+			wv := make([]float64, y.Numel())
+			for i := range wv {
+				wv[i] = r.Float64()*2 - 1
+			}
+			w := leaf(t, f64(t, y.Shape(), wv...))
+			l := sumT(t, nil, must(t)(ops.Mul(nil, y, w)))
+			g, err := ops.Grad(nil, ts(l), ts(x), nil, nil, true, false)
+			require.NoError(t, err)
+			require.Equal(t, k.shape, g[0].Shape())
+			require.InDelta(t, dot(wv, y.Float64s()), dot(g[0].Float64s(), vals), 1e-12)
+			vv := make([]float64, n)
+			for i := range vv {
+				vv[i] = r.Float64()*2 - 1
+			}
+			v := f64(t, k.shape, vv...)
+			l2 := sumT(t, nil, must(t)(ops.Mul(nil, g[0], v)))
+			gw, err := ops.Grad(nil, ts(l2), ts(w), nil, nil, false, false)
+			require.NoError(t, err)
+			opv := must(t)(k.op(ctxFor(nil).NoGrad(), v))
+			requireClose(t, opv.Float64s(), gw[0].Float64s(), 1e-12, 0, "double backward")
+		})
+	}
+}
+
+func TestViewOpsRefuse(t *testing.T) {
+	x := f64(t, []int{2, 3}, 0, 1, 2, 3, 4, 5)
+	xt, err := x.Transpose(0, 1)
+	require.NoError(t, err)
+	_, err = ops.ViewAs(nil, xt, []int{6})
+	require.ErrorContains(t, err, "view size is not compatible")
+	r := must(t)(ops.Reshape(nil, xt, []int{6})) // reshape copies instead
+	require.Equal(t, []float64{0, 3, 1, 4, 2, 5}, r.Float64s())
+	_, err = ops.Permute(nil, x, []int{0, 0})
+	require.ErrorContains(t, err, "invalid permutation")
+	_, err = ops.Slice(nil, x, 0, 0, 1, 0)
+	require.ErrorContains(t, err, "step cannot be zero")
+	bad, err := tensor.FromInt64s(dtype.Int64, []int{1}, []int64{6})
+	require.NoError(t, err)
+	_, err = ops.Take(nil, x, bad)
+	require.ErrorContains(t, err, "position 6 is out of range for 6 elements")
+	_, err = ops.Take(nil, x, x)
+	require.ErrorContains(t, err, "the index must be int64")
+}
