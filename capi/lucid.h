@@ -248,6 +248,12 @@ int lucid_release(int64_t h);
 int lucid_release_many(const int64_t *hs, int32_t n);
 
 int lucid_set_requires_grad(int64_t h, int32_t flag);
+/* retain_grad(): later backward() runs store the gradient reaching this
+ * non-leaf in its .grad, as for leaves (a leaf is left as it is);
+ * LUCID_ERUNTIME when it does not require grad. */
+int lucid_retain_grad(int64_t h);
+/* *flag = 1 when retain_grad() was called on the (non-leaf) tensor, else 0. */
+int lucid_retains_grad(int64_t h, int32_t *flag);
 /* The accumulated gradient (out->handle == 0 when there is none). */
 int lucid_get_grad(int64_t h, lucid_tensor_info *out);
 /* lucid_get_grad with a meta array (meta[0] == 0 when there is none). */

@@ -234,6 +234,20 @@ func lucid_set_requires_grad(h C.int64_t, flag C.int32_t) C.int {
 	return onTensor(h, func(t *tensor.Tensor) error { return t.SetRequiresGrad(flag != 0) })
 }
 
+//export lucid_retain_grad
+func lucid_retain_grad(h C.int64_t) C.int { return onTensor(h, autograd.RetainGrad) }
+
+//export lucid_retains_grad
+func lucid_retains_grad(h C.int64_t, flag *C.int32_t) C.int {
+	return withTensor(h, flag, "flag", func(t *tensor.Tensor) error {
+		*flag = 0
+		if t.RetainsGrad() {
+			*flag = 1
+		}
+		return nil
+	})
+}
+
 //export lucid_get_grad
 func lucid_get_grad(h C.int64_t, out *C.lucid_tensor_info) (rc C.int) {
 	defer recoverPanic(&rc)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pylucid/pylucid/core/autograd"
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/ops"
 	"github.com/pylucid/pylucid/core/tensor"
@@ -116,4 +117,19 @@ func TestViewOpsRefuse(t *testing.T) {
 	require.ErrorContains(t, err, "position 6 is out of range for 6 elements")
 	_, err = ops.Take(nil, x, x)
 	require.ErrorContains(t, err, "the index must be int64")
+}
+
+func TestRetainGrad(t *testing.T) {
+	x := leaf(t, f64(t, []int{2}, 1, -2))
+	y := must(t)(ops.Mul(nil, x, x))
+	require.NoError(t, autograd.RetainGrad(y))
+	require.True(t, y.RetainsGrad())
+	require.NoError(t, autograd.RetainGrad(x)) // a leaf: nothing to do
+	require.False(t, x.RetainsGrad())
+	other := must(t)(ops.Neg(nil, x)) // not retained: no grad
+	require.NoError(t, ops.Backward(nil, ts(sumT(t, nil, must(t)(ops.Mul(nil, y, y)))), nil, false, false))
+	require.Equal(t, []float64{2, 8}, y.Grad().Float64s())   // d(y^2)/dy = 2y
+	require.Equal(t, []float64{4, -32}, x.Grad().Float64s()) // 4x^3
+	require.Nil(t, other.Grad())
+	require.Error(t, autograd.RetainGrad(f64(t, []int{1}, 1)))
 }

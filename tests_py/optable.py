@@ -557,6 +557,13 @@ INTERNAL_OPS = {
     "reshape": "the sum/mean gradients",
     "route": "the minimum/maximum gradients",
     "select": "the minimum/maximum double gradients",
+    # The Tensor basics' view and indexing ops (test_tensor_basics.py, tests_go/views_test.go).
+    "permute": "test_tensor_basics.py transpose/permute/T",
+    "slice": "test_tensor_basics.py basic indexing",
+    "slice_backward": "test_tensor_basics.py basic indexing gradients",
+    "view": "test_tensor_basics.py view/squeeze",
+    "take": "test_tensor_basics.py advanced indexing",
+    "take_backward": "test_tensor_basics.py advanced indexing gradients",
 }
 BINARY = [o for o in OPS if o.kind == "binary"]
 UNARY = [o for o in OPS if o.kind == "unary"]

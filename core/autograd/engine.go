@@ -75,7 +75,8 @@ type Run struct {
 	states   []nodeState
 	index    map[Node]int32 // built once the graph outgrows linearMax
 	ready    []int32
-	captures map[captureKey][]int // key → indices into results (an input may be listed twice); Grad only
+	captures map[captureKey][]int            // key → indices into results (an input may be listed twice); Grad only
+	retains  map[captureKey][]*tensor.Tensor // non-leaves that keep their gradient (RetainGrad); backward only
 	results  []*tensor.Tensor
 	owned    []*tensor.Storage        // memory already held as a .grad or given by the caller
 	ownedSet map[*tensor.Storage]bool // owned, once it outgrows linearMax
@@ -225,7 +226,9 @@ func Start(roots, grads []*tensor.Tensor, opts Options) (*Run, error) {
 		}
 		rootEdges, rootGrads = append(rootEdges, e), append(rootGrads, g)
 	}
-	if opts.Inputs != nil {
+	if opts.Inputs == nil {
+		r.retains = retainedIn()
+	} else {
 		r.captures = map[captureKey][]int{}
 		r.results = make([]*tensor.Tensor, len(opts.Inputs))
 		for i, in := range opts.Inputs {
@@ -508,6 +511,15 @@ func (r *Run) propagate(n Node, grads []*tensor.Tensor) error {
 
 // capture stores gradients flowing into a node's outputs that Grad asked for.
 func (r *Run) capture(n Node, grads []*tensor.Tensor) error {
+	if r.retains != nil {
+		for out, g := range grads {
+			for _, t := range r.retains[captureKey{node: n, out: out}] {
+				if err := r.accumulate(t, g); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	if r.opts.Inputs == nil {
 		return nil
 	}

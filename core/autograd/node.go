@@ -294,6 +294,60 @@ func MarkKept(t *tensor.Tensor) {
 	}
 }
 
+// retaining lists the tensors RetainGrad marked, weakly: a run looks up
+// the live ones that belong to its graph (a handful, typically).
+var retaining struct {
+	sync.Mutex
+	ts []weak.Pointer[tensor.Tensor]
+}
+
+// RetainGrad makes later backward runs store the gradient reaching the
+// non-leaf t in its grad slot, as they do for leaves (a leaf is left as it
+// is). A tensor that does not require grad is an error.
+func RetainGrad(t *tensor.Tensor) error {
+	if !t.RequiresGrad() {
+		return errors.New("can't retain_grad on Tensor that has requires_grad=False")
+	}
+	if t.IsLeaf() || t.RetainsGrad() {
+		return nil
+	}
+	t.SetRetainsGrad()
+	retaining.Lock()
+	defer retaining.Unlock()
+	live := retaining.ts[:0]
+	for _, w := range retaining.ts {
+		if w.Value() != nil {
+			live = append(live, w)
+		}
+	}
+	retaining.ts = append(live, weak.Make(t))
+	return nil
+}
+
+// retainedIn returns the live retaining tensors by the graph edge their
+// gradient arrives through.
+func retainedIn() map[captureKey][]*tensor.Tensor {
+	retaining.Lock()
+	defer retaining.Unlock()
+	var out map[captureKey][]*tensor.Tensor
+	for _, w := range retaining.ts {
+		t := w.Value()
+		if t == nil {
+			continue
+		}
+		if e := EdgeOf(t); e.Node != nil {
+			if _, acc := e.Node.(*AccumulateGrad); !acc {
+				if out == nil {
+					out = map[captureKey][]*tensor.Tensor{}
+				}
+				k := captureKey{node: e.Node, out: e.Output}
+				out[k] = append(out[k], t)
+			}
+		}
+	}
+	return out
+}
+
 // NodeOf returns the graph node of a tensor's grad_fn (nil for none).
 func NodeOf(fn tensor.GradNode) Node {
 	switch n := fn.(type) {

@@ -67,7 +67,18 @@ const (
 	// flagKept: something besides host handles may refer to this tensor
 	// object (see MarkKept); it is never reused.
 	flagKept
+	// flagRetainsGrad: backward() stores the gradient reaching this
+	// non-leaf in its grad slot (autograd.RetainGrad).
+	flagRetainsGrad
 )
+
+// RetainsGrad reports whether backward() keeps t's gradient although t is
+// not a leaf (set by autograd.RetainGrad).
+func (t *Tensor) RetainsGrad() bool { return t.flags.Load()&flagRetainsGrad != 0 }
+
+// SetRetainsGrad marks t as keeping its gradient (and as kept: a host
+// handle is not its only reference any more).
+func (t *Tensor) SetRetainsGrad() { t.flags.Or(flagRetainsGrad | flagKept) }
 
 // Version returns the number of in-place writes into t's storage through
 // the library so far (BumpVersion); views of one storage share it.
@@ -439,11 +450,6 @@ func SameShape(a, b []int) bool {
 		}
 	}
 	return true
-}
-
-// String describes the tensor briefly.
-func (t *Tensor) String() string {
-	return fmt.Sprintf("Tensor(shape=%v, dtype=%v)", t.shape, t.dtype)
 }
 
 // RequiresGrad reports whether gradients flow to this tensor.

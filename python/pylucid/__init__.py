@@ -33,7 +33,9 @@ from .dtypes import (
     int64,
     uint8,
 )
-from .tensor import Node, Tensor, from_numpy, tensor, zeros
+from .tensor import Node, Tensor, from_numpy, tensor
+from ._basics import (Generator, arange, empty, empty_like, full, full_like, linspace, manual_seed, ones, ones_like,
+                      rand, randn, zeros, zeros_like)
 from . import dlpack
 from .dlpack import from_dlpack
 
@@ -134,6 +136,19 @@ __all__ = [
     "from_numpy",
     "from_dlpack",
     "zeros",
+    "ones",
+    "full",
+    "empty",
+    "arange",
+    "linspace",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "rand",
+    "randn",
+    "Generator",
+    "manual_seed",
     "ops",
     "autograd",
     "Function",

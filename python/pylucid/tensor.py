@@ -23,6 +23,7 @@ from ._runtime import ADD, CAST, COPY, DIV, MAXIMUM, MEAN, MINIMUM, MUL, NEG, SU
 from ._runtime import _dead, _hot, drain, flush_released, functions  # noqa: F401
 from ._runtime import Releaser, _borrowed, _dead_lock, _tokens, records  # noqa: F401
 from . import _calls, _convert
+from . import _basics
 from ._calls import _PENDING, _out_descs, call1, call_op, from_handle, out_desc, out_desc_address  # noqa: F401
 from ._calls import wrap_info as _wrap  # noqa: F401
 from ._forward import forward_levels, set_forward_level, tangent_of  # noqa: F401
@@ -240,16 +241,27 @@ class Tensor(_TensorBase):
 
     @property
     def grad(self) -> Optional["Tensor"]:
-        """The gradient accumulated by ``backward()`` (None before any); settable."""
+        """The gradient accumulated by ``backward()`` (None before any); settable.
+        A non-leaf keeps one only after ``retain_grad()``; reading it otherwise
+        warns, as torch does."""
         if _lib._forked:
             _lib.check_fork()
         if _hot is not None and type(self) is Tensor:
-            return _hot_grad(self)  # type: ignore[no-any-return]
-        buf = ffi.new("int64_t[]", _calls._LEN)
-        rc = _lucid_get_grad_meta(self._h, buf)
-        if rc:
-            raise_status(rc)
-        return _calls.wrap_meta(memoryview(ffi.buffer(buf)).cast("q")) if buf[0] else None
+            g = _hot_grad(self)
+        else:
+            buf = ffi.new("int64_t[]", _calls._LEN)
+            rc = _lucid_get_grad_meta(self._h, buf)
+            if rc:
+                raise_status(rc)
+            g = _calls.wrap_meta(memoryview(ffi.buffer(buf)).cast("q")) if buf[0] else None
+        if g is None and not self.is_leaf and not self.retains_grad:
+            import warnings
+
+            warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+                          "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+                          "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor "
+                          "(docs/autograd.md).", UserWarning, stacklevel=2)
+        return g  # type: ignore[no-any-return]
 
     @grad.setter
     def grad(self, g: Optional["Tensor"]) -> None:
@@ -261,6 +273,22 @@ class Tensor(_TensorBase):
         rc = _lucid_set_grad(self._h, 0 if g is None else as_tensor(g)._h)
         if rc:
             raise_status(rc)
+
+    def retain_grad(self) -> None:
+        """Makes ``backward()`` keep this non-leaf's gradient in ``.grad`` (a leaf keeps its own already)."""
+        _lib.check_fork()
+        rc = lib.lucid_retain_grad(self._h)
+        if rc:
+            raise_status(rc)
+
+    @property
+    def retains_grad(self) -> bool:
+        """True once ``retain_grad()`` was called on this non-leaf."""
+        flag = ffi.new("int32_t*")
+        rc = lib.lucid_retains_grad(self._h, flag)
+        if rc:
+            raise_status(rc)
+        return bool(flag[0])
 
     @property
     def grad_fn(self) -> Optional[Node]:
@@ -388,8 +416,67 @@ class Tensor(_TensorBase):
 
         return tensor_repr(self)
 
-    def __iter__(self) -> Iterator[Any]:
-        raise TypeError("iteration over a pylucid Tensor is not supported; use .numpy()")
+    def __iter__(self) -> Iterator["Tensor"]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    # ---- indexing and shape (docs/tensor.md): views share this memory ----
+    def __getitem__(self, key: Any) -> "Tensor":
+        return _basics.getitem(self, key)
+
+    def reshape(self, *shape: Any) -> "Tensor":
+        """This tensor with a new shape (one dim may be -1): a view when the layout allows, else a copy."""
+        return _basics.reshape(self, _basics.sizes(shape, "shape"))
+
+    def view(self, *shape: Any) -> "Tensor":
+        """This tensor with a new shape, sharing its memory (RuntimeError when the strides do not allow it)."""
+        return _basics.view(self, _basics.sizes(shape, "shape"))
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
+        return _basics.flatten(self, start_dim, end_dim)
+
+    def squeeze(self, dim: Union[None, int, Sequence[int]] = None) -> "Tensor":
+        return _basics.squeeze(self, dim)
+
+    def unsqueeze(self, dim: int) -> "Tensor":
+        return _basics.unsqueeze(self, dim)
+
+    def transpose(self, dim0: int, dim1: int) -> "Tensor":
+        return _basics.transpose(self, dim0, dim1)
+
+    def permute(self, *dims: Any) -> "Tensor":
+        return _basics.permute(self, _basics.sizes(dims, "dims"))
+
+    @property
+    def T(self) -> "Tensor":
+        """The dims reversed (a view)."""
+        return _basics.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    def expand(self, *sizes: Any) -> "Tensor":
+        """A broadcast view with ``sizes`` (-1 keeps a dim)."""
+        return _basics.expand(self, _basics.sizes(sizes))
+
+    # ---- comparisons: bool tensors, no graph (NaN compares as NumPy) ----
+    def __lt__(self, o: Any) -> "Tensor":
+        return _basics.compare(self, o, np.less)
+
+    def __le__(self, o: Any) -> "Tensor":
+        return _basics.compare(self, o, np.less_equal)
+
+    def __gt__(self, o: Any) -> "Tensor":
+        return _basics.compare(self, o, np.greater)
+
+    def __ge__(self, o: Any) -> "Tensor":
+        return _basics.compare(self, o, np.greater_equal)
+
+    def __eq__(self, o: Any) -> "Tensor":  # type: ignore[override]
+        return _basics.compare(self, o, np.equal)
+
+    def __ne__(self, o: Any) -> "Tensor":  # type: ignore[override]
+        return _basics.compare(self, o, np.not_equal)
+
+    __hash__ = _TensorBase.__hash__  # by identity, as torch: == is elementwise
 
     # ---- copying and pickling: new memory, the same values and flags ----
     def __deepcopy__(self, memo: dict[int, Any]) -> "Tensor":

@@ -1,0 +1,335 @@
+"""The Tensor basics PyTorch users reach for (docs/tensor.md): indexing,
+the shape methods, comparisons and the factories.
+
+Views (basic indexing, permute/transpose/T, view, reshape where the layout
+allows, squeeze/unsqueeze/flatten, expand) share memory with their base and
+are recorded as the core's view ops, so gradients flow back through them;
+integer-array and boolean-mask indexing copy through the core's ``take``
+(repeated indices summed in the gradient). Comparisons return bool tensors
+and record no graph.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _lib
+from ._calls import call1
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+_IDS = {s["name"]: s["id"] for s in _lib.schema_table()}
+PERMUTE, SLICE, VIEW, RESHAPE, EXPAND, TAKE = (_IDS[n] for n in ("permute", "slice", "view", "reshape", "expand", "take"))
+
+
+def sizes(args: Tuple[Any, ...], what: str = "size") -> Tuple[int, ...]:
+    """Sizes given as ints or as one sequence (``reshape(2, 3)``, ``reshape((2, 3))``)."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    out = []
+    for a in args:
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+            raise TypeError("%s must be ints, not %s" % (what, type(a).__name__))
+        out.append(int(a))
+    return tuple(out)
+
+
+def _resolve(shape: Tuple[int, ...], numel: int) -> Tuple[int, ...]:
+    """shape with its one -1 inferred from numel (RuntimeError as torch otherwise)."""
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for d in shape:
+        if d != -1:
+            if d < 0:
+                raise RuntimeError("invalid shape dimension %d" % d)
+            known *= d
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise RuntimeError("shape '%s' is invalid for input of size %d" % (list(shape), numel))
+        shape = tuple(numel // known if d == -1 else d for d in shape)
+    elif known != numel:
+        raise RuntimeError("shape '%s' is invalid for input of size %d" % (list(shape), numel))
+    return shape
+
+
+def reshape(t: "Tensor", shape: Tuple[int, ...]) -> "Tensor":
+    return call1(RESHAPE, (t,), _resolve(shape, t.numel()))  # type: ignore[no-any-return]
+
+
+def view(t: "Tensor", shape: Tuple[int, ...]) -> "Tensor":
+    return call1(VIEW, (t,), _resolve(shape, t.numel()))  # type: ignore[no-any-return]
+
+
+def _dim(d: int, n: int) -> int:
+    if not -n <= d < max(n, 1):
+        raise IndexError("Dimension out of range (expected to be in range of [%d, %d], but got %d)"
+                         % (-max(n, 1), max(n, 1) - 1, d))
+    return d % n if n else 0
+
+
+def permute(t: "Tensor", dims: Tuple[int, ...]) -> "Tensor":
+    return call1(PERMUTE, (t,), dims)  # type: ignore[no-any-return]
+
+
+def transpose(t: "Tensor", d0: int, d1: int) -> "Tensor":
+    n = t.ndim
+    if n == 0:
+        return t
+    perm = list(range(n))
+    a, b = _dim(d0, n), _dim(d1, n)
+    perm[a], perm[b] = b, a
+    return permute(t, tuple(perm))
+
+
+def squeeze(t: "Tensor", dim: Union[None, int, Sequence[int]] = None) -> "Tensor":
+    shape = t.shape
+    if dim is None:
+        drop = {i for i, d in enumerate(shape) if d == 1}
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        drop = {_dim(d, len(shape)) for d in dims if shape and shape[_dim(d, len(shape))] == 1}
+    return view_or_reshape(t, tuple(d for i, d in enumerate(shape) if i not in drop))
+
+
+def unsqueeze(t: "Tensor", dim: int) -> "Tensor":
+    n = t.ndim + 1
+    d = _dim(dim, n)
+    shape = t.shape
+    return view_or_reshape(t, shape[:d] + (1,) + shape[d:])
+
+
+def flatten(t: "Tensor", start_dim: int = 0, end_dim: int = -1) -> "Tensor":
+    shape = t.shape
+    if not shape:
+        return reshape(t, (1,))
+    s, e = _dim(start_dim, len(shape)), _dim(end_dim, len(shape))
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    mid = 1
+    for d in shape[s:e + 1]:
+        mid *= d
+    return reshape(t, shape[:s] + (mid,) + shape[e + 1:])
+
+
+def view_or_reshape(t: "Tensor", shape: Tuple[int, ...]) -> "Tensor":
+    """Inserting or dropping size-1 dims is always a view."""
+    return call1(RESHAPE, (t,), shape)  # type: ignore[no-any-return]
+
+
+def expand(t: "Tensor", shape: Tuple[int, ...]) -> "Tensor":
+    lead = len(shape) - t.ndim
+    if lead < 0:
+        raise RuntimeError("expand: the number of sizes provided (%d) must be greater or equal to the number of "
+                           "dimensions in the tensor (%d)" % (len(shape), t.ndim))
+    full = tuple(t.shape[i - lead] if d == -1 and i >= lead else d for i, d in enumerate(shape))
+    return call1(EXPAND, (t,), full)  # type: ignore[no-any-return]
+
+
+def _is_basic(k: Any) -> bool:
+    return (k is None or k is Ellipsis or isinstance(k, slice)
+            or (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))))
+
+
+def getitem(t: "Tensor", key: Any) -> "Tensor":
+    from .tensor import Tensor, from_numpy
+
+    keys = key if isinstance(key, tuple) else (key,)
+    if not all(_is_basic(k) for k in keys):
+        np_keys = tuple(k.numpy() if isinstance(k, Tensor) else k for k in keys)
+        pos = np.arange(t.numel(), dtype=np.int64).reshape(t.shape)[np_keys]
+        return call1(TAKE, (t, from_numpy(np.ascontiguousarray(pos))))  # type: ignore[no-any-return]
+    if sum(k is Ellipsis for k in keys) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(1 for k in keys if k is not None and k is not Ellipsis)
+    if used > t.ndim:
+        raise IndexError("too many indices for tensor of dimension %d" % t.ndim)
+    if Ellipsis in keys:  # identity comparison is fine: Ellipsis is a singleton
+        i = next(j for j, k in enumerate(keys) if k is Ellipsis)
+        keys = keys[:i] + (slice(None),) * (t.ndim - used) + keys[i + 1:]
+    out, d = t, 0
+    for k in keys:
+        if k is None:
+            shape = out.shape
+            out = view_or_reshape(out, shape[:d] + (1,) + shape[d:])
+            d += 1
+        elif isinstance(k, slice):
+            n = out.shape[d]
+            start, stop, step = k.indices(n)
+            if step < 0 and stop == -1:
+                stop = -(n + 1)  # "before the first element", not "the last"
+            out = call1(SLICE, (out,), (d, start, stop, step))
+            d += 1
+        else:
+            n = out.shape[d]
+            i = int(k)
+            if not -n <= i < n:
+                raise IndexError("index %d is out of bounds for dimension %d with size %d" % (i, d, n))
+            i %= n
+            out = call1(SLICE, (out,), (d, i, i + 1, 1))
+            shape = out.shape
+            out = view_or_reshape(out, shape[:d] + shape[d + 1:])
+    return out
+
+
+def compare(t: "Tensor", other: Any, ufunc: Any) -> "Tensor":
+    """t <op> other as NumPy compares them (NaN unequal to everything), a
+    bool tensor outside any graph."""
+    from .tensor import Tensor, from_numpy
+
+    a = t.detach().numpy()
+    b = other.detach().numpy() if isinstance(other, Tensor) else other
+    return from_numpy(np.ascontiguousarray(ufunc(a, b)))
+
+
+class Generator:
+    """A source of random numbers for :func:`rand` and :func:`randn`
+    (NumPy's PCG64 underneath): ``Generator().manual_seed(s)`` makes the
+    same numbers again."""
+
+    def __init__(self) -> None:
+        self._rng = np.random.Generator(np.random.PCG64())
+        self._seed: Optional[int] = None
+
+    def manual_seed(self, seed: int) -> "Generator":
+        """Reseeds the generator and returns it."""
+        self._seed = int(seed)
+        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        return self
+
+    def initial_seed(self) -> Optional[int]:
+        return self._seed
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seeds the default generator and returns it."""
+    return default_generator.manual_seed(seed)
+
+
+# ---- factories ----
+
+def _make(values: np.ndarray, dtype: Any, requires_grad: bool) -> "Tensor":
+    from .dtypes import as_dtype, bfloat16, float32
+    from .tensor import from_numpy
+
+    dt = as_dtype(dtype) if dtype is not None else None
+    if dt is bfloat16:  # NumPy makes float32; the core rounds (no ml_dtypes needed)
+        out = from_numpy(np.ascontiguousarray(values, dtype=np.float32)).to(bfloat16)
+    elif dt is not None:
+        out = from_numpy(np.ascontiguousarray(values, dtype=dt.numpy_dtype))
+    else:
+        if values.dtype == np.float64:
+            values = values.astype(np.float32)
+        out = from_numpy(np.ascontiguousarray(values))
+    if requires_grad:
+        if not out.dtype.is_floating_point:
+            raise RuntimeError("Only Tensors of floating point dtype can require gradients")
+        out.requires_grad_(True)
+    return out
+
+
+def _default(dtype: Any) -> Any:
+    from .dtypes import float32
+
+    return float32 if dtype is None else dtype
+
+
+def full(size: Any, fill_value: Union[bool, int, float], *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    """A new tensor of ``size`` filled with ``fill_value`` (its dtype follows
+    the value, as torch: bool, int64 or the default float, unless given)."""
+    shape = sizes(size if isinstance(size, tuple) else (size,))
+    if dtype is None:
+        from .dtypes import bool_, float32, int64
+        dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
+    return _make(np.full(shape, fill_value, dtype=np.float64 if isinstance(fill_value, float) else None), dtype,
+                 requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    """A new tensor of ones (the default float unless ``dtype``)."""
+    return _make(np.ones(sizes(size)), _default(dtype), requires_grad)
+
+
+def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    """A new tensor of zeros (the default float unless ``dtype``)."""
+    from ._convert import zeros as _zeros
+
+    out = _zeros(sizes(size), _default(dtype))  # zeroed by the core: no NumPy array made
+    if requires_grad:
+        if not out.dtype.is_floating_point:
+            raise RuntimeError("Only Tensors of floating point dtype can require gradients")
+        out.requires_grad_(True)
+    return out
+
+
+def empty(*size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    """A new tensor whose values are unspecified (here: zeros)."""
+    return zeros(*size, dtype=dtype, requires_grad=requires_grad)
+
+
+def arange(start: Union[int, float], end: Optional[Union[int, float]] = None, step: Union[int, float] = 1, *,
+           dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    """``[start, end)`` in steps of ``step``: int64 when every argument is an
+    integer, else the default float."""
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, end, step))
+    if dtype is None:
+        from .dtypes import float32, int64
+        dtype = int64 if ints else float32
+    vals = np.arange(start, end, step, dtype=np.int64 if ints else np.float64)
+    return _make(vals, dtype, requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    """``steps`` values evenly spaced from ``start`` to ``end`` inclusive."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return _make(np.linspace(start, end, int(steps)), _default(dtype), requires_grad)
+
+
+def _like(t: "Tensor", dtype: Any) -> Tuple[Tuple[int, ...], Any]:
+    return t.shape, t.dtype if dtype is None else dtype
+
+
+def zeros_like(t: "Tensor", *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    shape, dt = _like(t, dtype)
+    return zeros(shape, dtype=dt, requires_grad=requires_grad)
+
+
+def ones_like(t: "Tensor", *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    shape, dt = _like(t, dtype)
+    return ones(shape, dtype=dt, requires_grad=requires_grad)
+
+
+def empty_like(t: "Tensor", *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    shape, dt = _like(t, dtype)
+    return empty(shape, dtype=dt, requires_grad=requires_grad)
+
+
+def full_like(t: "Tensor", fill_value: Union[bool, int, float], *, dtype: Any = None,
+              requires_grad: bool = False) -> "Tensor":
+    shape, dt = _like(t, dtype)
+    return full(shape, fill_value, dtype=dt, requires_grad=requires_grad)
+
+
+def rand(*size: Any, generator: Optional[Generator] = None, dtype: Any = None,
+         requires_grad: bool = False) -> "Tensor":
+    """Uniform numbers in [0, 1) from ``generator`` (the default one unless given)."""
+    g = generator or default_generator
+    return _make(g._rng.random(sizes(size)), _default(dtype), requires_grad)
+
+
+def randn(*size: Any, generator: Optional[Generator] = None, dtype: Any = None,
+          requires_grad: bool = False) -> "Tensor":
+    """Standard normal numbers from ``generator`` (the default one unless given)."""
+    g = generator or default_generator
+    return _make(g._rng.standard_normal(sizes(size)), _default(dtype), requires_grad)

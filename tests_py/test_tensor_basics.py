@@ -1,0 +1,214 @@
+"""The Tensor basics (docs/tensor.md): indexing, the shape methods,
+comparisons, factories and Generator, against NumPy for values and finite
+differences (float64, pylucid.autograd.gradcheck) for gradients; views are
+checked to share memory with their base, advanced indexing to copy. Keys
+follow NumPy's indexing tests (numpy/_core/tests/test_indexing.py): negative
+steps, None, Ellipsis in the middle, mixed basic and advanced keys."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pylucid
+from pylucid.autograd import gradcheck, gradgradcheck
+
+X = np.arange(24, dtype=np.float64).reshape(2, 3, 4) * 0.5 - 3.0
+
+BASIC_KEYS: list[Any] = [
+    0, -1, (1, 2), (1, 2, 3), slice(None), slice(None, None, -1), (slice(None), slice(None, None, -2)),
+    (Ellipsis, 1), (0, Ellipsis), (0, Ellipsis, 1), (None, 0, slice(1, 3)), (slice(1, None), None, Ellipsis),
+    (slice(-100, 100),), (slice(5, 1),), (slice(None), slice(2, 0, -1), slice(None, None, 3)), (),
+]
+ADVANCED_KEYS: list[Any] = [
+    [0, 0, 1], (0, [2, 0, 2]), (slice(None), [1, 1], slice(1, 3)), np.array([True, False]),
+    X > 0, (0, np.array([[0, 1], [2, 2]])), (Ellipsis, [3, 0]), ([1, 0], [2, 0], [3, 3]),
+]
+
+
+def leaf(x: np.ndarray = X) -> pylucid.Tensor:
+    return pylucid.from_numpy(x.copy(), requires_grad=True)
+
+
+@pytest.mark.parametrize("key", BASIC_KEYS, ids=repr)
+def test_basic_indexing_is_a_view_matching_numpy(key: Any) -> None:
+    t = leaf()
+    y = t[key]
+    want = X[key]
+    assert y.shape == want.shape
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    if y.numel():
+        assert np.shares_memory(y.detach().numpy(), t.detach().numpy())
+    assert gradcheck(lambda a: a[key], (t,))
+    assert gradgradcheck(lambda a: a[key] * a[key], (t,))
+
+
+@pytest.mark.parametrize("key", ADVANCED_KEYS, ids=lambda k: repr(k)[:40])
+def test_advanced_indexing_copies_and_sums_repeated_gradients(key: Any) -> None:
+    t = leaf()
+    y = t[key]
+    want = X[key]
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    assert not np.shares_memory(y.detach().numpy(), t.detach().numpy())
+    w = np.random.default_rng(0).standard_normal(want.shape)
+    (y * pylucid.from_numpy(w)).sum().backward()
+    expect = np.zeros_like(X)
+    np.add.at(expect, key if not isinstance(key, np.ndarray) or key.dtype != bool else np.nonzero(key), w)
+    np.testing.assert_allclose(t.grad.numpy(), expect, rtol=0, atol=1e-12)
+    assert gradcheck(lambda a: a[key], (leaf(),))
+    assert gradgradcheck(lambda a: a[key] * a[key], (leaf(),))
+
+
+def test_index_tensors_and_errors() -> None:
+    t = leaf()
+    np.testing.assert_array_equal(t[pylucid.tensor([1, 0])].detach().numpy(), X[[1, 0]])
+    with pytest.raises(IndexError, match="index 2 is out of bounds for dimension 0 with size 2"):
+        t[2]
+    with pytest.raises(IndexError, match="too many indices"):
+        t[0, 0, 0, 0]
+    with pytest.raises(IndexError):
+        t[[5]]
+    with pytest.raises(IndexError, match="single ellipsis"):
+        t[..., ...]
+
+
+def test_writes_through_a_view_reach_the_base() -> None:
+    base = np.zeros((2, 3))
+    t = pylucid.from_numpy(base)
+    v = t[1, ::-1]
+    v.numpy()[0] = 7.0
+    assert base[1, 2] == 7.0
+
+
+SHAPE_CASES: list[Any] = [
+    ("reshape", lambda a: a.reshape(4, -1), lambda x: x.reshape(4, -1), True),
+    ("reshape_tuple", lambda a: a.reshape((24,)), lambda x: x.reshape(24), True),
+    ("reshape_copy", lambda a: a.transpose(0, 2).reshape(-1), lambda x: x.transpose(2, 1, 0).reshape(-1), False),
+    ("view", lambda a: a.view(6, 4), lambda x: x.reshape(6, 4), True),
+    ("flatten", lambda a: a.flatten(), lambda x: x.reshape(-1), True),
+    ("flatten_1", lambda a: a.flatten(1), lambda x: x.reshape(2, 12), True),
+    ("squeeze", lambda a: a[:, :1].squeeze(), lambda x: x[:, :1].squeeze(), True),
+    ("squeeze_dim", lambda a: a[:1].squeeze(0), lambda x: x[:1].squeeze(0), True),
+    ("unsqueeze", lambda a: a.unsqueeze(-1), lambda x: x[..., None], True),
+    ("transpose", lambda a: a.transpose(0, -1), lambda x: x.swapaxes(0, -1), True),
+    ("permute", lambda a: a.permute(2, 0, 1), lambda x: x.transpose(2, 0, 1), True),
+    ("T", lambda a: a.T, lambda x: x.T, True),
+    ("expand", lambda a: a[:, :1].expand(2, 3, 4), lambda x: np.broadcast_to(x[:, :1], (2, 3, 4)), True),
+    ("expand_lead", lambda a: a[0].expand(5, -1, -1), lambda x: np.broadcast_to(x[0], (5, 3, 4)), True),
+]
+
+
+@pytest.mark.parametrize("name,op,ref,shares", SHAPE_CASES, ids=[c[0] for c in SHAPE_CASES])
+def test_shape_methods_match_numpy_and_differentiate(name: str, op: Any, ref: Any, shares: bool) -> None:
+    t = leaf()
+    y = op(t)
+    np.testing.assert_array_equal(y.detach().numpy(), ref(X))
+    assert np.shares_memory(y.detach().numpy(), t.detach().numpy()) == shares
+    assert gradcheck(op, (leaf(),))
+    assert gradgradcheck(lambda a: op(a) * op(a), (leaf(),))
+
+
+def test_view_refuses_what_needs_a_copy() -> None:
+    with pytest.raises(RuntimeError, match="view size is not compatible.*Use .reshape"):
+        leaf().transpose(0, 1).view(-1)
+    with pytest.raises(RuntimeError, match="invalid for input of size 24"):
+        leaf().reshape(5, -1)
+
+
+@pytest.mark.parametrize("op", ["__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"])
+def test_comparisons_are_bool_tensors_without_grad_and_nan_as_numpy(op: str) -> None:
+    x = np.array([1.0, np.nan, -0.0, 2.0, np.inf], dtype=np.float32)
+    y = np.array([1.0, np.nan, 0.0, 3.0, np.inf], dtype=np.float32)
+    t = pylucid.from_numpy(x.copy(), requires_grad=True)
+    for other, ref in [(pylucid.from_numpy(y), y), (y, y), (2.0, 2.0), (np.float32(1), np.float32(1))]:
+        got = getattr(t, op)(other)
+        assert got.dtype is pylucid.bool_ and got.grad_fn is None and not got.requires_grad
+        np.testing.assert_array_equal(got.numpy(), getattr(x, op)(ref))
+    m = pylucid.from_numpy(np.ones((2, 1), np.float32))
+    assert getattr(m, op)(pylucid.from_numpy(x)).shape == (2, 5)  # broadcast
+
+
+def test_tensors_stay_hashable_by_identity() -> None:
+    a, b = pylucid.tensor([1.0]), pylucid.tensor([1.0])
+    d = {a: 1, b: 2}
+    assert d[a] == 1 and d[b] == 2 and len({a, b}) == 2
+
+
+def test_item_tolist_len_iter() -> None:
+    t = leaf()
+    assert len(t) == 2 and t[1, 2, 3].item() == X[1, 2, 3] and t.detach().tolist() == X.tolist()
+    rows = list(t)
+    assert len(rows) == 2 and all(r.shape == (3, 4) for r in rows)
+    sum(r.sum() for r in rows).backward()  # rows are views in the graph
+    np.testing.assert_array_equal(t.grad.numpy(), np.ones_like(X))
+    with pytest.raises(TypeError, match="0-d"):
+        iter(pylucid.tensor(1.0))
+
+
+def test_factories() -> None:
+    assert pylucid.zeros(2, 3).shape == (2, 3) and pylucid.zeros((2, 3)).dtype is pylucid.float32
+    np.testing.assert_array_equal(pylucid.ones(3, dtype=pylucid.int32).numpy(), np.ones(3, np.int32))
+    assert pylucid.ones(2, dtype=pylucid.bfloat16).dtype is pylucid.bfloat16
+    assert pylucid.empty(4).shape == (4,)
+    np.testing.assert_array_equal(pylucid.full((2,), 1.5).numpy(), [1.5, 1.5])
+    assert pylucid.full((2,), 3).dtype is pylucid.int64 and pylucid.full((1,), True).dtype is pylucid.bool_
+    a = pylucid.arange(5)
+    assert a.dtype is pylucid.int64 and a.tolist() == [0, 1, 2, 3, 4]
+    assert pylucid.arange(1, 10, 3).tolist() == [1, 4, 7]
+    f = pylucid.arange(0, 1, 0.25)
+    assert f.dtype is pylucid.float32 and f.tolist() == [0.0, 0.25, 0.5, 0.75]
+    np.testing.assert_allclose(pylucid.linspace(-1, 1, 5).numpy(), np.linspace(-1, 1, 5, dtype=np.float32))
+    t = pylucid.tensor([[1, 2, 3]])
+    for like, want in [(pylucid.zeros_like(t), 0), (pylucid.ones_like(t), 1), (pylucid.full_like(t, 7), 7)]:
+        assert like.shape == (1, 3) and like.dtype is pylucid.int64 and like.tolist() == [[want] * 3]
+    assert pylucid.empty_like(t, dtype=pylucid.float64).dtype is pylucid.float64
+    r = pylucid.ones(2, requires_grad=True)
+    assert r.requires_grad and r.is_leaf
+    with pytest.raises(RuntimeError, match="floating point"):
+        pylucid.arange(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        pylucid.arange(0, 1, 0)
+
+
+def test_generator_reproduces_and_randn_is_normal() -> None:
+    g = pylucid.Generator()
+    assert g.manual_seed(3) is g
+    a = pylucid.rand(1000, generator=g).numpy()
+    b = pylucid.rand(1000, generator=pylucid.Generator().manual_seed(3)).numpy()
+    np.testing.assert_array_equal(a, b)
+    assert a.dtype == np.float32 and 0 <= a.min() and a.max() < 1
+    n = pylucid.randn(20000, generator=g.manual_seed(4)).numpy()
+    assert abs(n.mean()) < 0.05 and abs(n.std() - 1) < 0.05
+    pylucid.manual_seed(5)
+    c = pylucid.randn(3, 2).numpy()
+    pylucid.manual_seed(5)
+    np.testing.assert_array_equal(c, pylucid.randn(3, 2).numpy())
+    assert not np.array_equal(pylucid.rand(8, generator=pylucid.Generator().manual_seed(1)).numpy(),
+                              pylucid.rand(8, generator=pylucid.Generator().manual_seed(2)).numpy())
+
+
+def test_retain_grad_keeps_a_non_leaf_gradient_and_reading_one_that_does_not_warns() -> None:
+    x = leaf(np.array([1.0, -2.0, 3.0]))
+    y = x * 2
+    y.retain_grad()
+    y.retain_grad()  # twice is once
+    z = (y * y).sum()
+    z.retain_grad()
+    u = x * 3
+    z.backward(retain_graph=True)
+    np.testing.assert_array_equal(y.grad.numpy(), 2 * (2 * np.array([1.0, -2.0, 3.0])))  # dz/dy = 2y
+    assert z.grad.item() == 1.0 and y.retains_grad and not x.retains_grad
+    z.backward()
+    np.testing.assert_array_equal(y.grad.numpy(), 8 * np.array([1.0, -2.0, 3.0]))  # accumulated, as leaves
+    with pytest.warns(UserWarning, match="not a leaf Tensor.*retain_grad"):
+        assert u.grad is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x.grad, y.grad  # leaves and retaining non-leaves do not warn
+    with pytest.raises(RuntimeError, match="requires_grad=False"):
+        pylucid.tensor([1.0]).retain_grad()
+    x.retain_grad()  # a leaf: nothing to do
+    assert not x.retains_grad
