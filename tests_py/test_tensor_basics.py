@@ -173,6 +173,27 @@ def test_factories() -> None:
         pylucid.arange(0, 1, 0)
 
 
+@pytest.mark.parametrize("make", [pylucid.zeros, pylucid.ones, pylucid.empty])
+def test_factory_call_forms_of_torch_and_numpy(make) -> None:
+    # torch's make(2, 3, dtype=d) and NumPy's make((2, 3), d) give the same tensor
+    for t in (make(2, 3, dtype=pylucid.float64), make((2, 3), pylucid.float64), make([2, 3], "float64"),
+              make(np.array([2, 3]), dtype=pylucid.float64), make(np.int64(2), 3, dtype=pylucid.float64)):
+        assert t.shape == (2, 3) and t.dtype is pylucid.float64
+    assert make(3, pylucid.int8).shape == (3,) and make(3, pylucid.int8).dtype is pylucid.int8
+    for bad in [(2.0,), ((2, 3.5),), (True,), ("3",), (2, (3,))]:
+        with pytest.raises(TypeError):
+            make(*bad)
+
+
+def test_shape_methods_take_numpy_integers_and_refuse_floats() -> None:
+    t = leaf()
+    assert t.reshape(np.int64(6), -1).shape == (6, 4) and t.view(np.array([4, 6])).shape == (4, 6)
+    assert t.permute(pylucid.tensor(2), 0, 1).shape == (4, 2, 3)
+    for bad in [(6.0, 4), (True, 24), ([6, 4.0],)]:
+        with pytest.raises(TypeError, match="shape"):
+            t.reshape(*bad)
+
+
 def test_generator_reproduces_and_randn_is_normal() -> None:
     g = pylucid.Generator()
     assert g.manual_seed(3) is g

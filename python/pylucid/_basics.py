@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
 
+import operator
+
 import numpy as np
 
-from . import _lib
+from . import _convert, _lib, _scalars
 from ._calls import call1
 
 if TYPE_CHECKING:
@@ -26,15 +28,40 @@ PERMUTE, SLICE, VIEW, RESHAPE, EXPAND, TAKE = (_IDS[n] for n in ("permute", "sli
 
 
 def sizes(args: Tuple[Any, ...], what: str = "size") -> Tuple[int, ...]:
-    """Sizes given as ints or as one sequence (``reshape(2, 3)``, ``reshape((2, 3))``)."""
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+    """Sizes given as ints or as one sequence (``reshape(2, 3)``,
+    ``reshape((2, 3))``): anything ``operator.index`` takes (NumPy integers,
+    0-d integer tensors), a NumPy integer array too; floats and bools raise
+    TypeError."""
+    if len(args) == 1 and not _is_index(args[0]):
+        if isinstance(args[0], (str, bytes)) or not hasattr(args[0], "__iter__"):
+            raise TypeError("%s must be ints or a sequence of ints, not %s" % (what, type(args[0]).__name__))
         args = tuple(args[0])
     out = []
     for a in args:
-        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
-            raise TypeError("%s must be ints, not %s" % (what, type(a).__name__))
-        out.append(int(a))
+        if isinstance(a, (bool, np.bool_)):
+            raise TypeError("%s must be ints, not bool" % what)
+        try:
+            out.append(operator.index(a))
+        except TypeError:
+            raise TypeError("%s must be ints, not %s" % (what, type(a).__name__)) from None
     return tuple(out)
+
+
+def _is_index(v: Any) -> bool:
+    try:
+        operator.index(v)
+    except TypeError:
+        return False
+    return True
+
+
+def _size_and_dtype(size: Tuple[Any, ...], dtype: Any) -> Tuple[Tuple[int, ...], Any]:
+    """torch's ``zeros(2, 3, dtype=d)`` and NumPy's ``zeros((2, 3), d)``: a
+    last positional argument that is neither an integer nor a sequence of
+    them is the dtype."""
+    if len(size) == 2 and dtype is None and not _is_index(size[1]) and not isinstance(size[1], (list, tuple, np.ndarray)):
+        return sizes(size[:1]), size[1]
+    return sizes(size), dtype
 
 
 def _resolve(shape: Tuple[int, ...], numel: int) -> Tuple[int, ...]:
@@ -135,7 +162,7 @@ def _is_basic(k: Any) -> bool:
 
 
 def getitem(t: "Tensor", key: Any) -> "Tensor":
-    from .tensor import Tensor, from_numpy
+    Tensor, from_numpy = getattr(_convert, "Tensor"), _convert.from_numpy  # the class tensor.py registered
 
     keys = key if isinstance(key, tuple) else (key,)
     if not all(_is_basic(k) for k in keys):
@@ -178,7 +205,7 @@ def getitem(t: "Tensor", key: Any) -> "Tensor":
 def compare(t: "Tensor", other: Any, ufunc: Any) -> "Tensor":
     """t <op> other as NumPy compares them (NaN unequal to everything), a
     bool tensor outside any graph."""
-    from .tensor import Tensor, from_numpy
+    Tensor, from_numpy = getattr(_convert, "Tensor"), _convert.from_numpy  # the class tensor.py registered
 
     a = t.detach().numpy()
     b = other.detach().numpy() if isinstance(other, Tensor) else other
@@ -201,6 +228,7 @@ class Generator:
         return self
 
     def initial_seed(self) -> Optional[int]:
+        """The seed last given to :meth:`manual_seed` (None before)."""
         return self._seed
 
 
@@ -216,7 +244,7 @@ def manual_seed(seed: int) -> Generator:
 
 def _make(values: np.ndarray, dtype: Any, requires_grad: bool) -> "Tensor":
     from .dtypes import as_dtype, bfloat16, float32
-    from .tensor import from_numpy
+    from_numpy = _convert.from_numpy
 
     dt = as_dtype(dtype) if dtype is not None else None
     if dt is bfloat16:  # NumPy makes float32; the core rounds (no ml_dtypes needed)
@@ -252,15 +280,17 @@ def full(size: Any, fill_value: Union[bool, int, float], *, dtype: Any = None, r
 
 
 def ones(*size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
-    """A new tensor of ones (the default float unless ``dtype``)."""
-    return _make(np.ones(sizes(size)), _default(dtype), requires_grad)
+    """A new tensor of ones (the default float unless ``dtype``):
+    ``ones(2, 3)``, ``ones((2, 3))`` or, as NumPy, ``ones((2, 3), dtype)``."""
+    shape, dtype = _size_and_dtype(size, dtype)
+    return _make(np.ones(shape), _default(dtype), requires_grad)
 
 
 def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
-    """A new tensor of zeros (the default float unless ``dtype``)."""
-    from ._convert import zeros as _zeros
-
-    out = _zeros(sizes(size), _default(dtype))  # zeroed by the core: no NumPy array made
+    """A new tensor of zeros (the default float unless ``dtype``):
+    ``zeros(2, 3)``, ``zeros((2, 3))`` or, as NumPy, ``zeros((2, 3), dtype)``."""
+    shape, dtype = _size_and_dtype(size, dtype)
+    out = _convert.zeros(shape, _default(dtype))  # zeroed by the core: no NumPy array made
     if requires_grad:
         if not out.dtype.is_floating_point:
             raise RuntimeError("Only Tensors of floating point dtype can require gradients")
@@ -269,7 +299,8 @@ def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor
 
 
 def empty(*size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
-    """A new tensor whose values are unspecified (here: zeros)."""
+    """A new tensor whose values are unspecified (here: zeros); called as
+    :func:`zeros`."""
     return zeros(*size, dtype=dtype, requires_grad=requires_grad)
 
 
@@ -301,22 +332,26 @@ def _like(t: "Tensor", dtype: Any) -> Tuple[Tuple[int, ...], Any]:
 
 
 def zeros_like(t: "Tensor", *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    """A new tensor of zeros with ``t``'s shape (and its dtype unless ``dtype``)."""
     shape, dt = _like(t, dtype)
     return zeros(shape, dtype=dt, requires_grad=requires_grad)
 
 
 def ones_like(t: "Tensor", *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    """A new tensor of ones with ``t``'s shape (and its dtype unless ``dtype``)."""
     shape, dt = _like(t, dtype)
     return ones(shape, dtype=dt, requires_grad=requires_grad)
 
 
 def empty_like(t: "Tensor", *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    """A new tensor with ``t``'s shape (and its dtype unless ``dtype``), values unspecified (here: zeros)."""
     shape, dt = _like(t, dtype)
     return empty(shape, dtype=dt, requires_grad=requires_grad)
 
 
 def full_like(t: "Tensor", fill_value: Union[bool, int, float], *, dtype: Any = None,
               requires_grad: bool = False) -> "Tensor":
+    """A new tensor of ``fill_value`` with ``t``'s shape (and its dtype unless ``dtype``)."""
     shape, dt = _like(t, dtype)
     return full(shape, fill_value, dtype=dt, requires_grad=requires_grad)
 

@@ -434,18 +434,23 @@ class Tensor(_TensorBase):
         return _basics.view(self, _basics.sizes(shape, "shape"))
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
+        """Dims ``start_dim`` to ``end_dim`` merged into one (a view when the layout allows)."""
         return _basics.flatten(self, start_dim, end_dim)
 
     def squeeze(self, dim: Union[None, int, Sequence[int]] = None) -> "Tensor":
+        """This tensor without its size-1 dims (all, or those in ``dim``): a view."""
         return _basics.squeeze(self, dim)
 
     def unsqueeze(self, dim: int) -> "Tensor":
+        """A view with a size-1 dim inserted at ``dim``."""
         return _basics.unsqueeze(self, dim)
 
     def transpose(self, dim0: int, dim1: int) -> "Tensor":
+        """A view with dims ``dim0`` and ``dim1`` swapped."""
         return _basics.transpose(self, dim0, dim1)
 
     def permute(self, *dims: Any) -> "Tensor":
+        """A view with the dims in the order ``dims``."""
         return _basics.permute(self, _basics.sizes(dims, "dims"))
 
     @property
