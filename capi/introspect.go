@@ -130,6 +130,7 @@ type schemaJSON struct {
 	Bridges       []string `json:"bridges"`
 	Aliases       []string `json:"aliases"`
 	Doc           string   `json:"doc"`
+	Example       string   `json:"example"`
 }
 
 // orEmpty is s, or an empty list for nil (JSON [] rather than null).
@@ -147,7 +148,7 @@ func lucid_schemas(buf *C.char, n C.size_t, needed *C.size_t) C.int {
 		for _, s := range ops.Schemas() {
 			out = append(out, schemaJSON{s.Name, s.Version, s.AmpPolicy.String(), s.Deterministic,
 				s.ID, s.Kind.String(), s.Arity, s.Outputs, orEmpty(s.Attrs), string(s.Signature), s.Node, s.Rule,
-				s.Whole, s.Floating, orEmpty(s.NumPy), orEmpty(s.Bridges), orEmpty(s.Aliases), s.Doc})
+				s.Whole, s.Floating, orEmpty(s.NumPy), orEmpty(s.Bridges), orEmpty(s.Aliases), s.Doc, s.Example})
 		}
 		b, err := json.Marshal(out)
 		if err != nil {

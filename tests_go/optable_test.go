@@ -38,6 +38,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -1609,4 +1610,23 @@ func TestOpTableDoubleBackward(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every op a host offers (a Signature) documents itself: a summary line
+// ending in a period, details after a blank line if any, and an example the
+// Python docstring shows (tests_py runs it as a doctest).
+func TestPublicOpsHaveDocsAndExamples(t *testing.T) {
+	public := 0
+	for _, s := range ops.Schemas() {
+		if s.Signature == "" {
+			continue
+		}
+		public++
+		summary, rest, _ := strings.Cut(s.Doc, "\n")
+		require.True(t, strings.HasSuffix(summary, "."), "%s: summary line %q", s.Name, summary)
+		require.True(t, rest == "" || strings.HasPrefix(rest, "\n"), "%s: a blank line after the summary", s.Name)
+		require.True(t, strings.HasPrefix(s.Example, ">>> "), "%s: example %q", s.Name, s.Example)
+		require.Contains(t, s.Example, "ops."+s.Name+"(", "%s: the example calls the op", s.Name)
+	}
+	require.Greater(t, public, 20)
 }

@@ -169,7 +169,7 @@ def test_ops_are_the_c_op_type_with_their_public_face() -> None:
     assert ops.Op is hot.Op and isinstance(ops.minimum, ops.Op) and isinstance(ops.clip, ops.Op)
     assert repr(ops.minimum) == "<pylucid op minimum>" and ops.minimum.__name__ == "minimum"
     assert ops.minimum.schema.name == "minimum" and ops.clip.schema.name == "clamp"
-    assert ops.minimum.__doc__ == next(s["doc"] for s in pylucid._lib.schema_table() if s["name"] == "minimum")
+    assert next(s["doc"] for s in pylucid._lib.schema_table() if s["name"] == "minimum") in ops.minimum.__doc__
     assert "Elementwise minimum with NumPy broadcasting" in pydoc.render_doc(ops.minimum, renderer=pydoc.plaintext)
     for op in (ops.minimum, ops.sum, ops.clip, ops.argmin):
         assert pickle.loads(pickle.dumps(op)) is op

@@ -39,7 +39,7 @@ def test_every_schema_with_a_signature_is_public():
     for s in _lib.schema_table():
         if s["signature"]:
             assert s["name"] in public, s["name"]
-            assert getattr(ops, s["name"]).__doc__ == s["doc"] and s["doc"], s["name"]
+            assert s["doc"] and s["doc"] in getattr(ops, s["name"]).__doc__, s["name"]
             for alias in s["aliases"]:
                 assert getattr(ops, alias) is getattr(ops, s["name"]), alias
         else:
@@ -56,7 +56,8 @@ def test_an_op_built_from_a_schema_works_without_hand_written_parts():
                              ("sum", ([[1.0, 2.0], [3.0, 4.0]], 0), [4.0, 6.0])]:
         s = dict(table[name], name="new_" + name, doc="new_" + name + ": a made-up op")
         op = ops._build(s)
-        assert op is not None and op.__doc__ == "new_" + name + ": a made-up op"
+        assert op is not None and op.__doc__.startswith("new_" + name + "(")
+        assert "\n\nnew_" + name + ": a made-up op\n\n" in op.__doc__
         np.testing.assert_array_equal(op(*args).numpy(), np.float32(want))
 
 
@@ -94,3 +95,31 @@ def test_the_python_path_reports_a_wrong_id_clearly():
         tmod._py_binary(10**6, x, x)
     with pytest.raises(ValueError, match="minimum takes 2 inputs, got 1"):
         tmod._py_reduce(tmod.MINIMUM, x, None, False)
+
+
+PUBLIC = [s for s in _lib.schema_table() if s["signature"]]
+
+
+@pytest.mark.parametrize("s", PUBLIC, ids=[s["name"] for s in PUBLIC])
+def test_every_op_docstring_is_complete_and_its_example_runs(s) -> None:
+    """help(op) shows the op's signature, what the record says, every
+    parameter with out=, what it returns and an example that runs (a
+    doctest of the record's example)."""
+    import doctest
+    import inspect
+
+    op = getattr(ops, s["name"])
+    doc = op.__doc__
+    first = doc.split("\n")[0]
+    assert first.startswith(s["name"] + "(") and "out=None" in first, first
+    params = [p for p in inspect.signature(op).parameters]
+    section = doc[doc.index("Parameters\n----------"):doc.index("Returns\n-------")]
+    named = [n for line in section.split("\n") if " : " in line and not line.startswith(" ")
+             for n in line.split(" : ")[0].split(", ")]
+    assert named == params, (s["name"], named, params)  # each parameter, in order
+    assert s["doc"] in doc and "Examples\n--------" in doc
+    test = doctest.DocTestParser().get_doctest(doc, {}, s["name"], None, 0)
+    assert len(test.examples) > 3  # the imports and the record's example
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    runner.run(test, out=lambda text: pytest.fail(text))
+    assert runner.summarize(verbose=False).failed == 0

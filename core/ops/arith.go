@@ -10,15 +10,17 @@ import (
 
 // AddBackward: y = a + b; (g, g).
 var addOp = define(&spec{
-	OpSchema: binarySchema("add", "add", "a + b with broadcasting (bool + bool is logical or)."),
-	node:     "AddBackward", kernel: backend.Add,
+	OpSchema: binarySchema("add", "add", "a + b with broadcasting (bool + bool is logical or).",
+		">>> ops.add([1, 2], 0.5)\ntensor([1.5, 2.5])"),
+	node: "AddBackward", kernel: backend.Add,
 	vjp: binaryVJP(func(c *Context, g, _, _ *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor, error) { return g, g, nil }),
 })
 
 // SubBackward: y = a - b; (g, -g).
 var subOp = define(&spec{
-	OpSchema: binarySchema("sub", "subtract", "a - b with broadcasting."),
-	node:     "SubBackward", kernel: backend.Sub,
+	OpSchema: binarySchema("sub", "subtract", "a - b with broadcasting.",
+		">>> ops.sub([[1.0], [2.0]], [1.0, 2.0])\ntensor([[ 0., -1.],\n        [ 1.,  0.]])"),
+	node: "SubBackward", kernel: backend.Sub,
 	dtype: func(d dtype.Dtype) (dtype.Dtype, error) {
 		if d == dtype.Bool {
 			return d, errs.Typef("sub: subtraction of two bool tensors is not supported; use logical_xor")
@@ -33,15 +35,16 @@ var subOp = define(&spec{
 
 // binarySchema is the schema of a broadcasting binary op, NumPy's ufunc
 // numpy: version 1, Promote, deterministic.
-func binarySchema(name, numpy, doc string) OpSchema {
+func binarySchema(name, numpy, doc, example string) OpSchema {
 	return OpSchema{Name: name, Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
-		Kind: Elementwise, Arity: 2, Outputs: 1, Signature: SigBinary, NumPy: []string{numpy}, Doc: doc}
+		Kind: Elementwise, Arity: 2, Outputs: 1, Signature: SigBinary, NumPy: []string{numpy}, Doc: doc, Example: example}
 }
 
 // MulBackward: y = a * b; (g·b, g·a).
 var mulOp = define(&spec{
-	OpSchema: binarySchema("mul", "multiply", "a * b with broadcasting (bool * bool is logical and)."),
-	node:     "MulBackward", kernel: backend.Mul, saves: savesInputs,
+	OpSchema: binarySchema("mul", "multiply", "a * b with broadcasting (bool * bool is logical and).",
+		">>> ops.mul([1.0, 2.0], [3.0, -1.0])\ntensor([ 3., -2.])"),
+	node: "MulBackward", kernel: backend.Mul, saves: savesInputs,
 })
 
 // The vjps and jvps call the ops themselves, so they are attached in init
@@ -67,8 +70,9 @@ func mulGrad(c *Context, g, a, b *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor
 // DivBackward: y = a / b (true division: integers give the default float);
 // (g / b, -g·a / b²).
 var divOp = define(&spec{
-	OpSchema: binarySchema("div", "true_divide", "a / b (true division: integers divide as floats) with broadcasting."),
-	node:     "DivBackward", kernel: backend.Div, saves: savesInputs,
+	OpSchema: binarySchema("div", "true_divide", "a / b (true division: integers divide as floats) with broadcasting.",
+		">>> ops.div([1, 3], 2)\ntensor([0.5, 1.5])"),
+	node: "DivBackward", kernel: backend.Div, saves: savesInputs,
 	dtype: func(d dtype.Dtype) (dtype.Dtype, error) {
 		if !d.IsFloat() {
 			return dtype.Default, nil
@@ -122,7 +126,7 @@ func Div(c *Context, a, b *tensor.Tensor) (*tensor.Tensor, error) {
 var negOp = define(&spec{
 	OpSchema: OpSchema{Name: "neg", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
 		Kind: Elementwise, Arity: 1, Outputs: 1, Signature: SigUnary, NumPy: []string{"negative"},
-		Doc: "-a."},
+		Doc: "-a.", Example: ">>> ops.neg([1.0, -0.0])\ntensor([-1.,  0.])"},
 	node:  "NegBackward",
 	unary: unaryKernel(backend.Neg),
 	dtype: func(d dtype.Dtype) (dtype.Dtype, error) {

@@ -36,12 +36,16 @@ import (
 var clampOp = define(&spec{
 	OpSchema: OpSchema{Name: "clamp", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
 		Kind: Elementwise, Arity: 3, Outputs: 1, Signature: SigClamp, NumPy: []string{"clip"}, Bridges: allBridges, Aliases: []string{"clip"},
-		Doc: `Clamp x into [min, max]: the three operands promoted together, then exactly minimum(maximum(x, min), max).
+		Doc: `Clamp x into [min, max]: exactly minimum(maximum(x, min), max); x wins ties, a NaN x stays NaN.
 
-A bound may be None (skipped; not both), a Python number or a tensor
-broadcasting with x. At x == bound the gradient goes to x; with
-min > max every non-NaN element is max; a NaN x stays NaN. Bounds that
-are tensors get gradients where they win. clip is the same op.`},
+The three operands are promoted together. A bound may be None (skipped;
+not both), a Python number or a tensor broadcasting with x. At x == bound
+the gradient goes to x; with min > max every non-NaN element is max.
+Bounds that are tensors get gradients where they win. clip is the same op.`,
+		Example: `>>> ops.clamp([-2.0, 0.5, 3.0, np.nan], 0.0, 1.0)
+tensor([0. , 0.5, 1. , nan])
+>>> ops.clip([1, 7], max=5)
+tensor([1, 5])`},
 	node:  "ClampBackward",
 	saves: savesInputs,
 	vjp:   clampVJP,

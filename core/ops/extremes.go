@@ -44,31 +44,62 @@ import (
 var (
 	aminOp = defineExtreme(extremeRecord{name: "amin", node: "AminBackward", rule: backend.RuleMin,
 		returns: extremeValues, numpy: []string{"amin", "min", "minimum.reduce"}, bridges: allBridges,
-		doc: `The smallest element over dim (an int, a tuple, () for none, None for all).
+		doc: `The smallest element over dim (an int, a tuple, () for none, None for all): the first NaN, else the first smallest.
 
 Each slice is folded in row-major order: the result is its first NaN if
 it has one, else its first smallest element (bits included), and that
-position gets the whole gradient (ties are not split).`})
+position gets the whole gradient (ties are not split).`,
+		example: `>>> ops.amin([[3.0, 1.0], [np.nan, 0.0]], dim=1)
+tensor([ 1., nan])
+>>> ops.amin([[3.0, 1.0], [2.0, 0.0]])
+tensor(0.)`})
 	amaxOp = defineExtreme(extremeRecord{name: "amax", node: "AmaxBackward", rule: backend.RuleMax,
 		returns: extremeValues, numpy: []string{"amax", "max", "maximum.reduce"}, bridges: allBridges,
-		doc: `The largest element over dim: the mirror of amin (the first NaN, else the first largest).`})
+		doc: `The largest element over dim (an int, a tuple, () for none, None for all): the first NaN, else the first largest.
+
+Each slice is folded in row-major order: the result is its first NaN if
+it has one, else its first largest element (bits included), and that
+position gets the whole gradient (ties are not split). The mirror of amin.`,
+		example: `>>> ops.amax([[3.0, 1.0], [np.nan, 0.0]], dim=1)
+tensor([ 3., nan])
+>>> ops.amax([[3.0, 1.0], [2.0, 0.0]])
+tensor(3.)`})
 	argminOp = defineExtreme(extremeRecord{name: "argmin", rule: backend.RuleMin, returns: extremeIndex,
 		numpy: []string{"argmin"}, bridges: allBridges,
-		doc: `The int64 position of amin's winner along dim (flat index when None).
+		doc: `The int64 position of amin's winner along dim (flat index when None): the first NaN, else the first smallest.
 
-Equal to NumPy's argmin, NaN included (the first NaN wins). No gradient.`})
+Equal to NumPy's argmin, NaN included (the first NaN wins). No gradient.`,
+		example: `>>> ops.argmin([[3.0, 1.0, 1.0], [np.nan, 0.0, 2.0]], dim=1)
+tensor([1, 0])
+>>> ops.argmin([[3.0, 1.0], [2.0, 0.0]])
+tensor(3)`})
 	argmaxOp = defineExtreme(extremeRecord{name: "argmax", rule: backend.RuleMax, returns: extremeIndex,
 		numpy: []string{"argmax"}, bridges: allBridges,
-		doc: `The int64 position of amax's winner (see argmin).`})
+		doc: `The int64 position of amax's winner along dim (flat index when None): the first NaN, else the first largest.
+
+Equal to NumPy's argmax, NaN included (the first NaN wins). No gradient.`,
+		example: `>>> ops.argmax([[3.0, 3.0, 1.0], [np.nan, 0.0, 2.0]], dim=1)
+tensor([0, 0])`})
 	minOp = defineExtreme(extremeRecord{name: "min", node: "MinBackward", rule: backend.RuleMin,
 		returns: extremeBoth, whole: "amin", bridges: []string{"torch"},
-		doc: `min(x) is amin over all dims; min(x, dim) returns (values, indices).
+		doc: `min(x) is amin over all dims; min(x, dim) returns (values, indices): the first NaN, else the first smallest.
 
 As torch.min(x, dim): a MinMaxResult of the winners and their int64
-positions along dim; the gradient goes to the winners.`})
+positions along dim; the gradient goes to the winners.`,
+		example: `>>> ops.min([[3.0, 1.0, 1.0], [2.0, 0.0, 4.0]], dim=1)
+MinMaxResult(values=tensor([1., 0.]), indices=tensor([1, 1]))
+>>> ops.min([[3.0, 1.0], [2.0, 0.0]])
+tensor(0.)`})
 	maxOp = defineExtreme(extremeRecord{name: "max", node: "MaxBackward", rule: backend.RuleMax,
 		returns: extremeBoth, whole: "amax", bridges: []string{"torch"},
-		doc: `The mirror of min: amax, or (values, indices) over dim.`})
+		doc: `max(x) is amax over all dims; max(x, dim) returns (values, indices): the first NaN, else the first largest.
+
+As torch.max(x, dim): a MinMaxResult of the winners and their int64
+positions along dim; the gradient goes to the winners. The mirror of min.`,
+		example: `>>> ops.max([[3.0, 1.0, 3.0], [2.0, 0.0, 4.0]], dim=1)
+MinMaxResult(values=tensor([3., 4.]), indices=tensor([0, 2]))
+>>> ops.max([[3.0, 1.0], [2.0, 0.0]])
+tensor(3.)`})
 )
 
 // allBridges: every framework bridge offers the op under its name.
@@ -95,6 +126,7 @@ type extremeRecord struct {
 	bridges    []string
 	check      func(s *spec, x, vals, idx *tensor.Tensor) error
 	doc        string
+	example    string
 }
 
 func defineExtreme(r extremeRecord) *spec {
@@ -108,7 +140,8 @@ func defineExtreme(r extremeRecord) *spec {
 	s := define(&spec{
 		OpSchema: OpSchema{Name: r.name, Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
 			Kind: Reduction, Arity: 1, Outputs: outputs, Attrs: reductionAttrNames,
-			Signature: sig, Rule: r.rule.String(), Whole: r.whole, NumPy: r.numpy, Bridges: r.bridges, Doc: r.doc},
+			Signature: sig, Rule: r.rule.String(), Whole: r.whole, NumPy: r.numpy, Bridges: r.bridges, Doc: r.doc,
+			Example: r.example},
 		node:    r.node,
 		rule:    r.rule,
 		forward: extremeForward,

@@ -32,35 +32,61 @@ import (
 //
 // Schema: "minimum", version 1, Promote, deterministic. Forward: the
 // backend's minimum kernel. See also MaximumBackward, the mirror.
-var minimumOp = defineSelecting("minimum", "MinimumBackward", backend.Minimum, `Elementwise minimum with NumPy broadcasting.
+var minimumOp = defineSelecting("minimum", "MinimumBackward", backend.Minimum,
+	`Elementwise minimum with NumPy broadcasting: ties go to a, NaN propagates.
 
 y[i] = a[i] when a[i] <= b[i] or a[i] is NaN, else b[i] (the winner's
 bits). The gradient goes to the operand selected: ties go to a, NaN to
-the operand that produced it (to a when both are).`)
+the operand that produced it (to a when both are).`,
+	`>>> ops.minimum([1.0, 5.0, np.nan], [3.0, 2.0, 0.0])
+tensor([ 1.,  2., nan])
+>>> ops.minimum([[0.0], [4.0]], [1.0, 2.0])
+tensor([[0., 0.],
+        [1., 2.]])
+>>> a = pylucid.tensor([1.0, 2.0], requires_grad=True)
+>>> b = pylucid.tensor([1.0, 0.0], requires_grad=True)
+>>> ops.minimum(a, b).sum().backward()
+>>> a.grad, b.grad
+(tensor([1., 0.]), tensor([0., 1.]))`)
 
 // MaximumBackward is the mirror of MinimumBackward: a wins iff a >= b or a is
 // NaN; ties go to a.
 var maximumOp = defineSelecting("maximum", "MaximumBackward", backend.Maximum,
-	`Elementwise maximum: the mirror of minimum (a wins iff a >= b or a is NaN; ties to a).`)
+	`Elementwise maximum with NumPy broadcasting: ties go to a, NaN propagates.
+
+y[i] = a[i] when a[i] >= b[i] or a[i] is NaN, else b[i] (the winner's
+bits). The gradient goes to the operand selected: ties go to a, NaN to
+the operand that produced it (to a when both are). The mirror of minimum.`,
+	`>>> ops.maximum([1.0, 5.0, np.nan], [3.0, 2.0, 0.0])
+tensor([ 3.,  5., nan])`)
 
 // FminBackward is MinimumBackward under NumPy's fmin rule: a wins iff
 // a <= b or b is NaN, so NaN is ignored unless both are NaN (then a's NaN
 // and a's gradient). backend.RuleFMin states the rule; the kernels and the
 // gradient both take it from there.
-var fminOp = defineSelecting("fmin", "FminBackward", backend.FMin, `Elementwise NumPy fmin: NaN is ignored.
+var fminOp = defineSelecting("fmin", "FminBackward", backend.FMin,
+	`Elementwise NumPy fmin: ties go to a, NaN is ignored (NaN only where both are).
 
 y[i] = a[i] when a[i] <= b[i] or b[i] is NaN, else b[i]; a NaN only where
-both are (then a's). The gradient goes to the operand selected.`)
+both are (then a's). The gradient goes to the operand selected.`,
+	`>>> ops.fmin([1.0, np.nan, np.nan], [3.0, 2.0, np.nan])
+tensor([ 1.,  2., nan])`)
 
 // FmaxBackward: the mirror of FminBackward (a >= b or b is NaN).
 var fmaxOp = defineSelecting("fmax", "FmaxBackward", backend.FMax,
-	`Elementwise NumPy fmax: the mirror of fmin (a wins iff a >= b or b is NaN).`)
+	`Elementwise NumPy fmax: ties go to a, NaN is ignored (NaN only where both are).
+
+y[i] = a[i] when a[i] >= b[i] or b[i] is NaN, else b[i]; a NaN only where
+both are (then a's). The gradient goes to the operand selected. The
+mirror of fmin.`,
+	`>>> ops.fmax([1.0, np.nan, np.nan], [3.0, 2.0, np.nan])
+tensor([ 3.,  2., nan])`)
 
 // defineSelecting registers a binary selection: kernel k of the backend,
 // the gradient and tangent of k's rule; NumPy's ufunc of the same name.
-func defineSelecting(name, node string, k backend.BinaryOp, doc string) *spec {
+func defineSelecting(name, node string, k backend.BinaryOp, doc, example string) *spec {
 	r, _ := k.Rule()
-	schema := binarySchema(name, name, doc)
+	schema := binarySchema(name, name, doc, example)
 	schema.Rule, schema.Bridges = r.String(), allBridges
 	return define(&spec{
 		OpSchema: schema,

@@ -16,22 +16,38 @@ import (
 var (
 	nanminOp = defineExtreme(extremeRecord{name: "nanmin", node: "NanminBackward", rule: backend.RuleFMin,
 		returns: extremeValues, numpy: []string{"nanmin", "fmin.reduce"}, bridges: []string{"jax", "dask"},
-		doc: `The smallest element over dim, NaN ignored (NumPy's nanmin: fmin's rule folded).
+		doc: `The smallest element over dim, NaN ignored (NumPy's nanmin): the first smallest non-NaN.
 
 The result is each slice's first smallest non-NaN element (bits
-included), whose position gets the whole gradient; an all-NaN slice
-gives its first element's NaN, the gradient to its first position.`})
+included: fmin's rule folded), whose position gets the whole gradient;
+an all-NaN slice gives its first element's NaN, the gradient to its
+first position.`,
+		example: `>>> ops.nanmin([[3.0, np.nan], [np.nan, np.nan]], dim=1)
+tensor([ 3., nan])`})
 	nanmaxOp = defineExtreme(extremeRecord{name: "nanmax", node: "NanmaxBackward", rule: backend.RuleFMax,
 		returns: extremeValues, numpy: []string{"nanmax", "fmax.reduce"}, bridges: []string{"jax", "dask"},
-		doc: `The largest element over dim, NaN ignored: the mirror of nanmin.`})
+		doc: `The largest element over dim, NaN ignored (NumPy's nanmax): the first largest non-NaN.
+
+The result is each slice's first largest non-NaN element (bits
+included: fmax's rule folded), whose position gets the whole gradient;
+an all-NaN slice gives its first element's NaN, the gradient to its
+first position. The mirror of nanmin.`,
+		example: `>>> ops.nanmax([[3.0, np.nan], [np.nan, np.nan]], dim=1)
+tensor([ 3., nan])`})
 	nanargminOp = defineExtreme(extremeRecord{name: "nanargmin", rule: backend.RuleFMin, returns: extremeIndex,
 		numpy: []string{"nanargmin"}, bridges: []string{"jax", "dask"}, check: allNaNRefused,
-		doc: `The int64 position of nanmin's winner along dim (flat index when None).
+		doc: `The int64 position of nanmin's winner along dim (flat index when None): NaN ignored, the first smallest.
 
-Equal to NumPy's nanargmin; an all-NaN slice raises ValueError. No gradient.`})
+Equal to NumPy's nanargmin; an all-NaN slice raises ValueError. No gradient.`,
+		example: `>>> ops.nanargmin([[np.nan, 3.0, 1.0], [2.0, np.nan, 2.0]], dim=1)
+tensor([2, 0])`})
 	nanargmaxOp = defineExtreme(extremeRecord{name: "nanargmax", rule: backend.RuleFMax, returns: extremeIndex,
 		numpy: []string{"nanargmax"}, bridges: []string{"jax", "dask"}, check: allNaNRefused,
-		doc: `The int64 position of nanmax's winner (see nanargmin).`})
+		doc: `The int64 position of nanmax's winner along dim (flat index when None): NaN ignored, the first largest.
+
+Equal to NumPy's nanargmax; an all-NaN slice raises ValueError. No gradient.`,
+		example: `>>> ops.nanargmax([[np.nan, 3.0, 1.0], [2.0, np.nan, 2.0]], dim=1)
+tensor([1, 0])`})
 )
 
 // allNaNRefused is the check of nanargmin and nanargmax: a winner that is

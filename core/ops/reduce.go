@@ -18,7 +18,8 @@ import (
 var sumOp = define(&spec{
 	OpSchema: OpSchema{Name: "sum", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
 		Kind: Reduction, Arity: 1, Outputs: 1, Attrs: reductionAttrNames, Signature: SigReduction,
-		NumPy: []string{"sum"}, Doc: "Sum over dim (all dims when None); integers sum to int64."},
+		NumPy: []string{"sum"}, Doc: "Sum over dim (all dims when None); integers sum to int64.",
+		Example: ">>> ops.sum([[1, 2], [3, 4]], dim=0)\ntensor([4, 6])"},
 	node:  "SumBackward",
 	dtype: func(d dtype.Dtype) (dtype.Dtype, error) { return dtype.SumDtype(d), nil },
 	reduce: func(c *Context, a *tensor.Tensor, keep []int, _ int, dt dtype.Dtype) (*tensor.Tensor, error) {
@@ -34,7 +35,8 @@ var sumOp = define(&spec{
 var meanOp = define(&spec{
 	OpSchema: OpSchema{Name: "mean", Version: 1, AmpPolicy: amp.Promote, Deterministic: true,
 		Kind: Reduction, Arity: 1, Outputs: 1, Attrs: reductionAttrNames, Signature: SigReduction,
-		Floating: true, NumPy: []string{"mean"}, Doc: "Mean over dim (all dims when None) of a floating tensor."},
+		Floating: true, NumPy: []string{"mean"}, Doc: "Mean over dim (all dims when None) of a floating tensor.",
+		Example: ">>> ops.mean([[1.0, 2.0], [3.0, 5.0]], dim=1, keepdim=True)\ntensor([[1.5],\n        [4. ]])"},
 	node: "MeanBackward",
 	dtype: func(d dtype.Dtype) (dtype.Dtype, error) {
 		if !d.IsFloat() {

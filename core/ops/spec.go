@@ -77,8 +77,12 @@ type OpSchema struct {
 	Bridges []string
 	// Aliases are other names hosts give the op (clamp: clip).
 	Aliases []string
-	// Doc is the op's documentation: a summary line, then details.
+	// Doc is the op's documentation: a summary line that states its tie and
+	// NaN rule where it has one, then details.
 	Doc string
+	// Example is a Python doctest of the op (numpy as np and pylucid.ops
+	// as ops imported): the Python docstring shows it and tests_py runs it.
+	Example string
 }
 
 // Signature is how a host calls an op.

@@ -203,13 +203,65 @@ _FORMS: Dict[str, Tuple[Callable[..., Any], Callable[[Dict[str, Any]], Tuple[Any
 }
 
 
+def _public_signature(s: Dict[str, Any]) -> inspect.Signature:
+    """The signature users call op s with: its form's function without the
+    arguments the op binds (its id, minmax's whole-tensor op)."""
+    fn, bound = _FORMS[s["signature"]]
+    if fn is binary:
+        fn = _py_binary  # binary's Python form, same parameters
+    params = list(inspect.signature(fn).parameters.values())[1 + len(bound(s)):]
+    return inspect.Signature(params, return_annotation=inspect.signature(fn).return_annotation)
+
+
+# What each form's docstring says of its parameters and result (numpydoc).
+_OPERAND = "Tensor, array_like or scalar"
+_PARAMS = {
+    "binary": ("a, b : %s\n    The operands, broadcast together as NumPy does and promoted as\n"
+               "    docs/dtypes.md says (Python numbers are weak)." % _OPERAND),
+    "unary": "a : %s" % _OPERAND,
+    "clamp": ("x : %s\nmin, max : %s or None\n    The bounds, broadcast with x (None: no bound; not both)."
+              % (_OPERAND, _OPERAND)),
+    "reduction": ("a : %s\ndim : int, tuple of ints or None\n    The dims reduced: None for all, () for none.\n"
+                  "keepdim : bool\n    Keep the reduced dims, with size 1." % _OPERAND),
+    "arg": ("x : %s\ndim : int or None\n    The dim searched; None: the flat position over all dims.\n"
+            "keepdim : bool\n    Keep the searched dim, with size 1." % _OPERAND),
+    "minmax": ("x : %s\ndim : int or None\n    None: the whole-tensor reduction (a Tensor); an int: the winners\n"
+               "    along it and their positions.\nkeepdim : bool\n    Keep the reduced dim, with size 1." % _OPERAND),
+}
+_OUT_PARAM = ("out : Tensor or ndarray, optional\n    Written with the result and returned; exactly its shape and dtype.\n"
+              "    Records no graph (RuntimeError if an input requires grad); docs/semantics.md.")
+_RETURNS = {
+    "arg": "Tensor\n    int64 positions (``out`` when given).",
+    "minmax": ("Tensor or MinMaxResult\n    The whole-tensor result when dim is None, else the named tuple\n"
+               "    (values, indices) (``out`` when given: a pair)."),
+}
+
+
+def _docstring(s: Dict[str, Any]) -> str:
+    """Op s's docstring: its signature line (what help() shows), the
+    record's text, its form's parameters, and the record's example."""
+    sig = _public_signature(s)
+    bare = sig.replace(parameters=[p.replace(annotation=p.empty) for p in sig.parameters.values()],
+                       return_annotation=sig.empty)
+    ret = _RETURNS.get(s["signature"], "Tensor\n    The result (``out`` when given).")
+    parts = ["%s%s -> %s" % (s["name"], bare, ret.split("\n")[0]), s["doc"],
+             "Parameters\n----------\n%s\n%s" % (_PARAMS[s["signature"]], _OUT_PARAM),
+             "Returns\n-------\n%s" % ret]
+    if s["aliases"]:
+        parts.append("Also named %s." % ", ".join(s["aliases"]))
+    if s["example"]:
+        parts.append("Examples\n--------\n>>> import numpy as np\n>>> import pylucid\n>>> from pylucid import ops\n%s"
+                     % s["example"])
+    return "\n\n".join(parts)
+
+
 def _build(s: Dict[str, Any]) -> Optional[Op]:
     """The public op of schema s (None for an internal op)."""
     form = _FORMS.get(s["signature"])
     if form is None:
         return None
     fn, bound = form
-    return Op(s["name"], fn, s["id"], *bound(s), doc=s["doc"])
+    return Op(s["name"], fn, s["id"], *bound(s), doc=_docstring(s))
 
 
 _public: List[str] = []
@@ -223,27 +275,101 @@ del _s, _op, _n
 
 
 if TYPE_CHECKING:
-    # For the type checker only: the functions are module attributes set
-    # above from the library's records. Not defined at run time, where a
-    # module __getattr__ keeps CPython from specializing every attribute
-    # load of the module (``ops.minimum`` was ~35 ns slower per call).
-    def __getattr__(name: str) -> Op:
-        """The ops are module attributes set above from the library's records;
-        this says so for the type checker, and names what is missing."""
-        raise AttributeError("module 'pylucid.ops' has no op %r" % name)
+    # For the type checker only: the ops are module attributes set above
+    # from the library's records, each typed by its form below (the list of
+    # names is generated). Not defined at run time: a module __getattr__
+    # would keep CPython from specializing every attribute load of the
+    # module (``ops.minimum`` was ~35 ns slower per call).
+    from typing import Protocol, TypeVar, overload
+
+    class _SupportsArray(Protocol):
+        __array__: Callable[..., Any]
+
+    class _SupportsDLPack(Protocol):
+        __dlpack__: Callable[..., Any]
+
+    # What an operand may be: a Tensor, a NumPy array or scalar, a Python
+    # number or (nested) list of them, or another library's array.
+    Operand = Union[Tensor, "np.ndarray[Any, Any]", np.generic, float, Sequence[float], Sequence[Sequence[float]],
+                    Sequence[Sequence[Sequence[float]]], _SupportsArray, _SupportsDLPack]
+    _Out = TypeVar("_Out", Tensor, "np.ndarray[Any, Any]")
+
+    class _BinaryOp(Op):
+        @overload
+        def __call__(self, a: Operand, b: Operand, *, out: None = None) -> Tensor: ...
+        @overload
+        def __call__(self, a: Operand, b: Operand, *, out: _Out) -> _Out: ...
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    class _UnaryOp(Op):
+        @overload
+        def __call__(self, a: Operand, *, out: None = None) -> Tensor: ...
+        @overload
+        def __call__(self, a: Operand, *, out: _Out) -> _Out: ...
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    class _ClampOp(Op):
+        @overload
+        def __call__(self, x: Operand, min: Optional[Operand] = None, max: Optional[Operand] = None, *,
+                     out: None = None) -> Tensor: ...
+        @overload
+        def __call__(self, x: Operand, min: Optional[Operand] = None, max: Optional[Operand] = None, *,
+                     out: _Out) -> _Out: ...
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    class _ReductionOp(Op):
+        @overload
+        def __call__(self, a: Operand, dim: Dims = None, keepdim: bool = False, *, out: None = None) -> Tensor: ...
+        @overload
+        def __call__(self, a: Operand, dim: Dims = None, keepdim: bool = False, *, out: _Out) -> _Out: ...
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    class _ArgOp(Op):
+        @overload
+        def __call__(self, x: Operand, dim: Optional[int] = None, keepdim: bool = False, *,
+                     out: None = None) -> Tensor: ...
+        @overload
+        def __call__(self, x: Operand, dim: Optional[int] = None, keepdim: bool = False, *, out: _Out) -> _Out: ...
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    class _MinmaxOp(Op):
+        @overload
+        def __call__(self, x: Operand, dim: None = None, keepdim: bool = False, *, out: None = None) -> Tensor: ...
+        @overload
+        def __call__(self, x: Operand, dim: None = None, keepdim: bool = False, *, out: _Out) -> _Out: ...
+        @overload
+        def __call__(self, x: Operand, dim: int, keepdim: bool = False, *,
+                     out: Optional[Tuple[Any, Any]] = None) -> MinMaxResult: ...
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    # BEGIN the ops' types: written by tools/gen_op_types.py from the op records (tests_py checks it is current)
+    add: _BinaryOp
+    amax: _ReductionOp
+    amin: _ReductionOp
+    argmax: _ArgOp
+    argmin: _ArgOp
+    clamp: _ClampOp
+    clip: _ClampOp
+    div: _BinaryOp
+    fmax: _BinaryOp
+    fmin: _BinaryOp
+    max: _MinmaxOp
+    maximum: _BinaryOp
+    mean: _ReductionOp
+    min: _MinmaxOp
+    minimum: _BinaryOp
+    mul: _BinaryOp
+    nanargmax: _ArgOp
+    nanargmin: _ArgOp
+    nanmax: _ReductionOp
+    nanmin: _ReductionOp
+    neg: _UnaryOp
+    sub: _BinaryOp
+    sum: _ReductionOp
+    # END the ops' types
 
 
 # ---- signatures, and wrong calls in the user's words (docs/semantics.md)
-
-
-def _public_signature(s: Dict[str, Any]) -> inspect.Signature:
-    """The signature users call op s with: its form's function without the
-    arguments the op binds (its id, minmax's whole-tensor op)."""
-    fn, bound = _FORMS[s["signature"]]
-    if fn is binary:
-        fn = _py_binary  # binary's Python form, same parameters
-    params = list(inspect.signature(fn).parameters.values())[1 + len(bound(s)):]
-    return inspect.Signature(params, return_annotation=inspect.signature(fn).return_annotation)
 
 
 _SIGNATURES: Dict[str, inspect.Signature] = {}
