@@ -124,6 +124,12 @@ def test_readme_go_example_is_a_go_example_test() -> None:
     # go test checks.
     (go,) = [b for _, b in _blocks(README, "go")]
     source = (ROOT / "tests_go" / "readme_example_test.go").read_text()
+    # The block opens with its imports, the example file's own.
+    imports = re.match(r"\s*import \((.*?)\n\)\n", go, re.S)
+    assert imports, "the README's Go example shows its imports"
+    file_imports = re.search(r"^import \((.*?)\n\)", source, re.S | re.M)
+    assert file_imports and imports.group(1).split() == file_imports.group(1).split()
+    go = go[imports.end():]
     m = re.search(r"^func Example_readme\(\) \{\n(.*?)^\}", source, re.S | re.M)
     assert m, "tests_go/readme_example_test.go has no Example_readme"
     body = [line.strip() for line in m.group(1).splitlines()]
