@@ -156,3 +156,14 @@ def test_no_source_file_cites_documents_outside_the_repository() -> None:
     offenders = ["%s: %s" % (p.relative_to(ROOT), word) for p in files for word in OUTSIDE
                  if word in p.read_text(errors="replace")]
     assert not offenders, offenders
+
+
+def test_readme_first_screen_is_what_it_is_the_two_commands_and_an_example() -> None:
+    lines = README.read_text().splitlines()
+    screen = "\n".join(lines[:60])
+    assert "fit_piecewise.py" in screen and "python3 -m pytest -q tests_py" in screen
+    assert ">>> y = ops.minimum(a, b)" in screen  # the short example starts on it
+    # the benchmark story lives in docs/performance.md, the README links it
+    text = README.read_text()
+    assert "| case | pylucid | NumPy |" not in text and "(docs/performance.md)" in text
+    assert "| case | pylucid | NumPy |" in (ROOT / "docs" / "performance.md").read_text()
