@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import pylucid
+from pylucid import ops
 from pylucid.autograd import gradcheck, gradgradcheck
 
 X = np.arange(24, dtype=np.float64).reshape(2, 3, 4) * 0.5 - 3.0
@@ -233,3 +234,19 @@ def test_retain_grad_keeps_a_non_leaf_gradient_and_reading_one_that_does_not_war
         pylucid.tensor([1.0]).retain_grad()
     x.retain_grad()  # a leaf: nothing to do
     assert not x.retains_grad
+
+
+def test_comparisons_promote_as_the_ops_do() -> None:
+    # 2^24 + 1 is not a float32: in pylucid's (and torch's) promotion an int64
+    # tensor meets a float32 one in float32, where the two are equal; NumPy
+    # would compare in float64.
+    f = pylucid.tensor([16777216.0, 1.5])
+    i = pylucid.tensor([16777217, 1])
+    assert ops.minimum(f, i).dtype is pylucid.float32
+    assert (f == i).tolist() == [True, False] and (i == f).tolist() == [True, False]
+    assert (f < i).tolist() == [False, False] and (i != f.numpy()).tolist() == [False, True]
+    assert (i == 16777216.0).tolist() == [True, False]  # a weak float: the default float
+    assert (i < 2**40).tolist() == [True, True]  # a weak int: exact
+    s = pylucid.tensor([100], dtype=pylucid.int8)
+    assert (s < 300).tolist() == [True] and (s > -300).tolist() == [True]  # out of int8, still exact
+    assert (pylucid.tensor([True, False]) == pylucid.tensor([1, 0])).tolist() == [True, True]

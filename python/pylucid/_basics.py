@@ -203,13 +203,32 @@ def getitem(t: "Tensor", key: Any) -> "Tensor":
 
 
 def compare(t: "Tensor", other: Any, ufunc: Any) -> "Tensor":
-    """t <op> other as NumPy compares them (NaN unequal to everything), a
-    bool tensor outside any graph."""
+    """t <op> other in the dtype pylucid's promotion gives the pair
+    (docs/dtypes.md: an int64 tensor against a float32 one compares in
+    float32, as in torch, not in float64 as NumPy would), a bool tensor
+    outside any graph; NaN is unequal to everything, as in NumPy."""
     Tensor, from_numpy = getattr(_convert, "Tensor"), _convert.from_numpy  # the class tensor.py registered
+    from .dtypes import float32
 
-    a = t.detach().numpy()
-    b = other.detach().numpy() if isinstance(other, Tensor) else other
-    return from_numpy(np.ascontiguousarray(ufunc(a, b)))
+    a = t.detach()
+    if isinstance(other, (Tensor, np.ndarray, np.generic)):  # strong operands: the op's promotion decides
+        b = other.detach() if isinstance(other, Tensor) else from_numpy(np.ascontiguousarray(other))
+        common = _promoted(a, b)
+        a, b = a.to(common), b.to(common)
+        other = b.numpy()
+    elif isinstance(other, float) and not a.dtype.is_floating_point:
+        a = a.to(float32)  # a Python float is weak: an integer tensor meets it in the default float
+    # else a Python int or bool meets t in t's dtype: NumPy's weak rule is the same (and exact out of range)
+    return from_numpy(np.ascontiguousarray(ufunc(a.numpy(), other)))
+
+
+def _promoted(a: "Tensor", b: "Tensor") -> Any:
+    """The dtype pylucid's binary ops give a and b (asked of the core on
+    empty views: no elements computed)."""
+    from ._runtime import MINIMUM
+
+    empty = tuple(call1(SLICE, (view_or_reshape(x, (x.numel(),)),), (0, 0, 0, 1)) for x in (a, b))
+    return call1(MINIMUM, empty).dtype
 
 
 class Generator:
