@@ -469,3 +469,32 @@ def test_threads():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_the_bridge_broadcasts_shapes_as_torch_does() -> None:
+    # pylucid.torch broadcasts plain int shapes itself (torch.broadcast_shapes
+    # is ~25 us a call); the result and the errors are torch's.
+    from pylucid.torch import _broadcast
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        shapes = [tuple(int(d) for d in rng.choice([0, 1, 2, 3], size=rng.integers(0, 4))) for _ in range(rng.integers(1, 4))]
+        try:
+            want = list(torch.broadcast_shapes(*shapes))
+        except RuntimeError as e:
+            with pytest.raises(RuntimeError) as ours:
+                _broadcast(*shapes)
+            assert str(ours.value) == str(e)  # torch's own error
+            continue
+        assert _broadcast(*shapes) == want, shapes
+
+
+def test_number_bounds_are_reused_but_never_mixed_up() -> None:
+    x = torch.tensor([-1.0, 0.3, 0.7, 2.0])
+    for lo, hi in [(0.0, 1.0), (0.25, 0.5), (0.0, 0.5), (-0.0, 1.0), (1, 2)]:
+        np.testing.assert_array_equal(pt.clamp(x, lo, hi).numpy(), torch.clamp(x, lo, hi).numpy())
+    with torch.inference_mode():  # a bound made here is an inference tensor: not kept for later calls
+        pt.clamp(x, 0.125)
+    leaf = x.clone().requires_grad_()
+    pt.clamp(leaf, 0.125).sum().backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(), [0.0, 1.0, 1.0, 1.0])

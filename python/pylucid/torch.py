@@ -108,10 +108,25 @@ def _same_device(name: str, xs: Sequence[Optional[torch.Tensor]]) -> None:
 
 
 def _broadcast(*shapes: Sequence[int]) -> List[int]:
+    """NumPy's broadcast of shapes. Plain ints are broadcast here:
+    torch.broadcast_shapes costs ~25 us a call (it runs torch's reference
+    implementation); symbolic sizes (under compile) and mismatches go to it,
+    which raises torch's own error."""
     first = list(shapes[0])
     if all(list(s) == first for s in shapes[1:]):
         return first
-    return list(torch.broadcast_shapes(*shapes))  # type: ignore[no-untyped-call]
+    nd = builtins.max(len(s) for s in shapes)
+    out = [1] * nd
+    for s in shapes:
+        for i, d in enumerate(s, nd - len(s)):
+            if type(d) is not int:
+                return list(torch.broadcast_shapes(*shapes))  # type: ignore[no-untyped-call]
+            if d != out[i]:
+                if out[i] == 1:
+                    out[i] = d
+                elif d != 1:
+                    return list(torch.broadcast_shapes(*shapes))  # type: ignore[no-untyped-call]
+    return out
 
 
 _result_dtypes: Dict[Tuple[Any, ...], torch.dtype] = {}
@@ -829,7 +844,22 @@ def _as_bound(name: str, which: str, b: Any, x: torch.Tensor, other: Any) -> Opt
                         % (name, which, type(b).__name__))
     other_kind = other.dtype if isinstance(other, torch.Tensor) else type(other)
     dt = _bound_dtype(name, which, x.dtype, type(b), other_kind)
+    if (type(x) is _Tensor and x.is_cpu and not (_is_compiling() or _dispatch_modes() or _function_modes()
+                                                  or torch.is_inference_mode_enabled())):
+        # Plain eager: the same number's 0-d tensor again (torch.tensor costs
+        # ~5 us; the kernels only read it, and no graph saves it). -0.0 and
+        # 0.0 are different bounds.
+        key = (b, dt, isinstance(b, float) and math.copysign(1.0, b) < 0)
+        t = _bound_tensors.get(key)
+        if t is None:
+            if len(_bound_tensors) >= 256:
+                _bound_tensors.clear()
+            t = _bound_tensors[key] = torch.tensor(b, dtype=dt)
+        return t
     return torch.tensor(b, dtype=dt, device=x.device)
+
+
+_bound_tensors: Dict[Tuple[Any, torch.dtype, bool], torch.Tensor] = {}
 
 
 def _clamp_fn(name: str) -> Callable[..., torch.Tensor]:
