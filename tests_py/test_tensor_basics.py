@@ -184,6 +184,8 @@ def test_factory_call_forms_of_torch_and_numpy(make) -> None:
     for bad in [(2.0,), ((2, 3.5),), (True,), ("3",), (2, (3,))]:
         with pytest.raises(TypeError):
             make(*bad)
+    with pytest.raises(TypeError, match="size must be ints, not float"):
+        make(4, 6 / 2)
 
 
 def test_shape_methods_take_numpy_integers_and_refuse_floats() -> None:
@@ -250,3 +252,23 @@ def test_comparisons_promote_as_the_ops_do() -> None:
     s = pylucid.tensor([100], dtype=pylucid.int8)
     assert (s < 300).tolist() == [True] and (s > -300).tolist() == [True]  # out of int8, still exact
     assert (pylucid.tensor([True, False]) == pylucid.tensor([1, 0])).tolist() == [True, True]
+
+
+def test_0d_results_stay_0d() -> None:
+    # np.ascontiguousarray makes 0-d arrays 1-d; these must not
+    z = pylucid.tensor(1.0)
+    assert (z == 1.0).shape == () and (z < z).shape == () and (z >= np.float32(2)).shape == ()
+    for t in (pylucid.ones(()), pylucid.full((), 2.0), pylucid.rand(()), pylucid.randn(()),
+              pylucid.ones_like(z), pylucid.full_like(z, 3.0), pylucid.empty(())):
+        assert t.shape == (), t
+    assert pylucid.tensor([1.0, 2.0])[pylucid.tensor(1)].shape == () == np.array([1.0, 2.0])[np.array(1)].shape
+    assert pylucid.tensor([[1.0, 2.0]])[0, np.array(1)].shape == ()
+
+
+def test_comparisons_with_lists_promote_as_the_ops_and_other_numpy_dtypes_go_to_numpy() -> None:
+    t = pylucid.tensor([0.1, 0.2])  # float32
+    assert (t == [0.1, 0.2]).tolist() == [True, True]  # the list is a float32 tensor, as ops.minimum takes it
+    assert ops.minimum(t, [0.1, 0.2]).dtype is pylucid.float32
+    i = pylucid.tensor([1, 7])
+    assert (i < np.uint32(5)).tolist() == [True, False]  # a dtype pylucid lacks: NumPy compares
+    assert (i == np.array([1, 2], np.uint64)).tolist() == [True, False]

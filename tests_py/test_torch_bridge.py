@@ -498,3 +498,14 @@ def test_number_bounds_are_reused_but_never_mixed_up() -> None:
     leaf = x.clone().requires_grad_()
     pt.clamp(leaf, 0.125).sum().backward()
     np.testing.assert_array_equal(leaf.grad.numpy(), [0.0, 1.0, 1.0, 1.0])
+
+
+def test_numpy_and_enum_number_bounds_are_numbers() -> None:
+    import enum
+
+    class Level(enum.IntEnum):
+        ONE = 1
+
+    x = torch.tensor([-1.0, 0.3, 0.7, 2.0])
+    np.testing.assert_array_equal(pt.clamp(x, np.float64(0.5)).numpy(), torch.clamp(x, 0.5).numpy())
+    np.testing.assert_array_equal(pt.clamp(x, max=Level.ONE).numpy(), torch.clamp(x, max=1).numpy())

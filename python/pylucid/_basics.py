@@ -59,7 +59,8 @@ def _size_and_dtype(size: Tuple[Any, ...], dtype: Any) -> Tuple[Tuple[int, ...],
     """torch's ``zeros(2, 3, dtype=d)`` and NumPy's ``zeros((2, 3), d)``: a
     last positional argument that is neither an integer nor a sequence of
     them is the dtype."""
-    if len(size) == 2 and dtype is None and not _is_index(size[1]) and not isinstance(size[1], (list, tuple, np.ndarray)):
+    if (len(size) == 2 and dtype is None and not _is_index(size[1])
+            and not isinstance(size[1], (list, tuple, np.ndarray, float, np.floating))):
         return sizes(size[:1]), size[1]
     return sizes(size), dtype
 
@@ -168,7 +169,7 @@ def getitem(t: "Tensor", key: Any) -> "Tensor":
     if not all(_is_basic(k) for k in keys):
         np_keys = tuple(k.numpy() if isinstance(k, Tensor) else k for k in keys)
         pos = np.arange(t.numel(), dtype=np.int64).reshape(t.shape)[np_keys]
-        return call1(TAKE, (t, from_numpy(np.ascontiguousarray(pos))))  # type: ignore[no-any-return]
+        return call1(TAKE, (t, from_numpy(np.asarray(pos, order="C"))))  # type: ignore[no-any-return]
     if sum(k is Ellipsis for k in keys) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     used = sum(1 for k in keys if k is not None and k is not Ellipsis)
@@ -211,15 +212,18 @@ def compare(t: "Tensor", other: Any, ufunc: Any) -> "Tensor":
     from .dtypes import float32
 
     a = t.detach()
-    if isinstance(other, (Tensor, np.ndarray, np.generic)):  # strong operands: the op's promotion decides
-        b = other.detach() if isinstance(other, Tensor) else from_numpy(np.ascontiguousarray(other))
+    if isinstance(other, (Tensor, np.ndarray, np.generic, list, tuple)):  # strong: the ops' promotion decides
+        try:
+            b = other.detach() if isinstance(other, Tensor) else _convert.as_tensor(other)
+        except TypeError:  # a NumPy dtype pylucid lacks (uint32, str, ...): NumPy compares it
+            return from_numpy(np.asarray(ufunc(a.numpy(), other), order="C"))
         common = _promoted(a, b)
         a, b = a.to(common), b.to(common)
         other = b.numpy()
     elif isinstance(other, float) and not a.dtype.is_floating_point:
         a = a.to(float32)  # a Python float is weak: an integer tensor meets it in the default float
     # else a Python int or bool meets t in t's dtype: NumPy's weak rule is the same (and exact out of range)
-    return from_numpy(np.ascontiguousarray(ufunc(a.numpy(), other)))
+    return from_numpy(np.asarray(ufunc(a.numpy(), other), order="C"))  # asarray: a 0-d result stays 0-d
 
 
 def _promoted(a: "Tensor", b: "Tensor") -> Any:
@@ -267,13 +271,13 @@ def _make(values: np.ndarray, dtype: Any, requires_grad: bool) -> "Tensor":
 
     dt = as_dtype(dtype) if dtype is not None else None
     if dt is bfloat16:  # NumPy makes float32; the core rounds (no ml_dtypes needed)
-        out = from_numpy(np.ascontiguousarray(values, dtype=np.float32)).to(bfloat16)
+        out = from_numpy(np.asarray(values, dtype=np.float32, order="C")).to(bfloat16)
     elif dt is not None:
-        out = from_numpy(np.ascontiguousarray(values, dtype=dt.numpy_dtype))
+        out = from_numpy(np.asarray(values, dtype=dt.numpy_dtype, order="C"))
     else:
         if values.dtype == np.float64:
             values = values.astype(np.float32)
-        out = from_numpy(np.ascontiguousarray(values))
+        out = from_numpy(np.asarray(values, order="C"))
     if requires_grad:
         if not out.dtype.is_floating_point:
             raise RuntimeError("Only Tensors of floating point dtype can require gradients")

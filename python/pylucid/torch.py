@@ -842,8 +842,8 @@ def _as_bound(name: str, which: str, b: Any, x: torch.Tensor, other: Any) -> Opt
     if isinstance(b, bool) or not isinstance(b, (int, float)):
         raise TypeError("pylucid.torch.%s: %s must be None, a number or a torch.Tensor, got %s"
                         % (name, which, type(b).__name__))
-    other_kind = other.dtype if isinstance(other, torch.Tensor) else type(other)
-    dt = _bound_dtype(name, which, x.dtype, type(b), other_kind)
+    other_kind = other.dtype if isinstance(other, torch.Tensor) else _number_kind(other)
+    dt = _bound_dtype(name, which, x.dtype, _number_kind(b), other_kind)
     if (type(x) is _Tensor and x.is_cpu and not (_is_compiling() or _dispatch_modes() or _function_modes()
                                                   or torch.is_inference_mode_enabled())):
         # Plain eager: the same number's 0-d tensor again (torch.tensor costs
@@ -857,6 +857,14 @@ def _as_bound(name: str, which: str, b: Any, x: torch.Tensor, other: Any) -> Opt
             t = _bound_tensors[key] = torch.tensor(b, dtype=dt)
         return t
     return torch.tensor(b, dtype=dt, device=x.device)
+
+
+def _number_kind(b: Any) -> type:
+    """A bound's kind for the promotion: float or int (a np.float64 or an
+    IntEnum is one of them), NoneType for no bound."""
+    if b is None:
+        return type(None)
+    return float if isinstance(b, float) else int
 
 
 _bound_tensors: Dict[Tuple[Any, torch.dtype, bool], torch.Tensor] = {}
