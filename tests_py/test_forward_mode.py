@@ -149,3 +149,54 @@ def test_levels_are_per_thread():
     assert float(results["jvp"][1]) == 2.0
     # Both levels are closed: the C path is back.
     assert sys.modules["pylucid.tensor"].forward_levels == [0]
+
+
+def test_a_level_opened_at_any_point_of_another_opening_or_closing():
+    """A finalizer, weakref callback or signal handler may run between any two
+    bytecodes of the code that opens or closes a level on this thread, and
+    may use forward mode itself (docs/autograd.md, re-entry). A tracer runs a
+    nested jvp at every opcode of set_forward_level while an outer jvp opens
+    its level, runs a Function (which closes and reopens it) and closes it:
+    every nested and outer tangent is the rule's, and the count of open
+    levels is back to 0. The count dropping before the level is cleared
+    gave a finalizer's jvp zero tangents (a CI failure of the soak in
+    test_stress_finalizers)."""
+    from pylucid import _forward
+
+    code = _forward.set_forward_level.__code__
+    b = np.array([-1.0, 2.0, 0.0, -3.0])
+    want = (b <= 0).astype(np.float64)
+    nested = {"busy": False, "runs": 0, "bad": []}
+
+    def inner_jvp():
+        out, tan = autograd.jvp(lambda x: ops.minimum(x, 0.0), pylucid.tensor(b), pylucid.tensor(np.ones(4)))
+        if not np.array_equal(tan.numpy(), want):
+            nested["bad"].append(tan.numpy().copy())
+
+    def local(frame, event, arg):
+        if event == "opcode" and not nested["busy"]:
+            nested["busy"] = True
+            try:
+                inner_jvp()
+                nested["runs"] += 1
+            finally:
+                nested["busy"] = False
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_code is code and not nested["busy"]:
+            frame.f_trace_opcodes = True
+            return local
+        return None
+
+    x = t64(1.0, -2.0, 3.0)
+    sys.settrace(tracer)
+    try:
+        y, t = autograd.jvp(lambda a: ops.minimum(Square.apply(a), a + 2.0), x, t64(1.0, 1.0, 1.0))
+    finally:
+        sys.settrace(None)
+    assert nested["runs"] > 20  # every opcode of four calls: opening, the Function's close and reopen, closing
+    assert nested["bad"] == []
+    np.testing.assert_array_equal(y.numpy(), [1.0, 0.0, 5.0])
+    np.testing.assert_array_equal(t.numpy(), [2.0, 1.0, 1.0])  # 2x at 1 (x*x won), a+2's 1 at -2 and 3
+    assert _forward.forward_levels == [0]

@@ -44,12 +44,29 @@ def tangent_of(t: Any) -> Optional["Tensor"]:
 
 def set_forward_level(level: Optional[Level]) -> Optional[Level]:
     """Opens (a dict) or closes (None) the calling thread's forward-mode
-    level; returns the previous one."""
+    level; returns the previous one.
+
+    A finalizer or signal handler may run between any two bytecodes here and
+    open a level of its own on this thread; whatever it does, it undoes. So
+    the count may over-count this thread's level (that only sends calls to
+    the Python path) but never under-count it: it goes up before a level is
+    set and down after it is cleared. (Down first, a nested jvp in between
+    saw this thread's level still set, took the count as including it, and
+    its ops ran the plain path: zero tangents.)"""
     prev = fw.level
-    if (prev is None) != (level is None):
-        with _fw_lock:
-            forward_levels[0] += 1 if level is not None else -1
-            if _hot is not None:
-                _hot.set_forward(forward_levels[0])
-    fw.level = level
+    if prev is None and level is not None:
+        _count_levels(1)
+        fw.level = level
+    elif prev is not None and level is None:
+        fw.level = None
+        _count_levels(-1)
+    else:
+        fw.level = level
     return prev
+
+
+def _count_levels(step: int) -> None:
+    with _fw_lock:
+        forward_levels[0] += step
+        if _hot is not None:
+            _hot.set_forward(forward_levels[0])
