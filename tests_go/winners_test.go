@@ -75,6 +75,30 @@ func TestWinnersClamp(t *testing.T) {
 	}
 }
 
+// Into a bool out, clamp's winners say where x won: exactly where the
+// int8 code is 0, on the same data (ties, NaN in x and in a bound, signed
+// zeros), with either bound absent.
+func TestWinnersClampBoolForm(t *testing.T) {
+	x := fromVals(t, dtype.Float32, []int{8}, winnerVals...)
+	for _, bounds := range [][2]*tensor.Tensor{
+		{fromVals(t, dtype.Float32, []int{}, 0), fromVals(t, dtype.Float32, []int{8}, 1, 1, 1, 1, 1, 3, 1, 0)},
+		{fromVals(t, dtype.Float32, []int{}, math.Copysign(0, -1)), nil},
+		{nil, fromVals(t, dtype.Float32, []int{}, math.NaN())},
+	} {
+		codes, err := ops.Winners(nil, opID("clamp"), ts(x, bounds[0], bounds[1]), nil, nil)
+		require.NoError(t, err)
+		y := must(t)(tensor.Empty(dtype.Float32, []int{8}))
+		mask := must(t)(tensor.Empty(dtype.Bool, []int{8}))
+		res, err := ops.Winners(nil, opID("clamp"), ts(x, bounds[0], bounds[1]), nil, ts(y, mask))
+		require.NoError(t, err)
+		require.Same(t, mask, res[1])
+		requireBitsEqual(t, codes[0], y, false)
+		for i, code := range codes[1].Int64s() {
+			require.Equal(t, code == 0, mask.Int64s()[i] == 1, "element %d", i)
+		}
+	}
+}
+
 func TestWinnersReductions(t *testing.T) {
 	x := fromVals(t, dtype.Float64, []int{2, 4}, winnerVals...)
 	for _, tc := range []struct {

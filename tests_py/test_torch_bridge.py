@@ -509,3 +509,31 @@ def test_numpy_and_enum_number_bounds_are_numbers() -> None:
     x = torch.tensor([-1.0, 0.3, 0.7, 2.0])
     np.testing.assert_array_equal(pt.clamp(x, np.float64(0.5)).numpy(), torch.clamp(x, 0.5).numpy())
     np.testing.assert_array_equal(pt.clamp(x, max=Level.ONE).numpy(), torch.clamp(x, max=1).numpy())
+
+
+@pytest.mark.parametrize("bounds", [{"min": 0.0}, {"max": -0.0}, {"min": -1.0, "max": 1.0}, {"min": 1},
+                                    {"max": float("nan")}, {"min": 0.5, "max": -0.5}], ids=str)
+def test_clamp_with_number_bounds_on_a_strided_leaf_view_follows_the_rule(bounds):
+    """clamp of a plain eager tensor with number bounds (the common
+    clamp(x, min=0) of a model) takes its own path: values bit for bit
+    pylucid's, the gradient the rule's (whole to x where x won, at ties, NaN
+    and signed zeros as pylucid's own autograd routes it), on a strided view
+    of a leaf, first order and with create_graph."""
+    from pylucid import ops
+
+    vals = np.array([0.0, -0.0, 1.0, -1.0, np.nan, 0.5, -0.5, 2.0, -3.0, 0.25], np.float32)
+    p = torch.from_numpy(np.stack([vals, vals[::-1].copy()], 1)).requires_grad_()
+    x = p[:, 0]  # stride 2
+    w = torch.arange(1.0, 11.0)
+    y = pt.clamp(x, **bounds)
+    assert y.grad_fn.name() == "ClampBackward"
+    px = pylucid.tensor(vals, requires_grad=True)
+    py = ops.clamp(px, bounds.get("min"), bounds.get("max"))
+    np.testing.assert_array_equal(y.detach().numpy().view(np.uint32), py.detach().numpy().view(np.uint32))
+    (ops.sum(py * pylucid.tensor(w.numpy()))).backward()
+    for create_graph in (False, True):
+        (g,) = torch.autograd.grad(pt.clamp(x, **bounds), p, w, create_graph=create_graph)
+        np.testing.assert_array_equal(g[:, 0].detach().numpy(), px.grad.numpy())
+        assert not g[:, 1].any()
+    with torch.no_grad():
+        assert torch.equal(pt.clamp(x, **bounds).view(torch.int32), y.detach().view(torch.int32))

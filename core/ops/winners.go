@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"sync"
+
 	"github.com/pylucid/pylucid/core/backend"
 	"github.com/pylucid/pylucid/core/dtype"
 	"github.com/pylucid/pylucid/core/errs"
@@ -17,7 +19,8 @@ import (
 //   - a binary selection (minimum, maximum, fmin, fmax): bool, the output's
 //     shape, true where a wins;
 //   - clamp: int8, the output's shape, 0 where x wins, 1 where min does,
-//     2 where max does;
+//     2 where max does; or, where outs gives a bool tensor for it, true
+//     where x wins (all a caller needs when the bounds take no gradient);
 //   - a selecting reduction (amin, amax, nanmin, nanmax, min, max): int64,
 //     the keepdim shape, each slice's winner's position (the row-major index
 //     of the winner among the slice's elements).
@@ -113,15 +116,8 @@ func binaryWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs
 	if err != nil {
 		return nil, err
 	}
-	yes, err := tensor.FromInt64s(dtype.Bool, nil, []int64{1})
-	if err != nil {
-		return nil, err
-	}
-	no, err := tensor.New(dtype.Bool, nil)
-	if err != nil {
-		return nil, err
-	}
-	shape, views, err := operandViews(s.Name, a, b, yes, no)
+	k := winnerConstants()
+	shape, views, err := operandViews(s.Name, a, b, k.yes, k.no)
 	if err != nil {
 		return nil, err
 	}
@@ -163,17 +159,16 @@ func clampWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs 
 	if err != nil {
 		return nil, err
 	}
-	var codes [3]*tensor.Tensor
-	for i := range codes {
-		if codes[i], err = tensor.FromInt64s(dtype.Int8, nil, []int64{int64(i)}); err != nil {
-			return nil, err
-		}
+	k := winnerConstants()
+	codes, wdt := k.codes, dtype.Int8
+	if outs != nil && outs[len(res)] != nil && outs[len(res)].Dtype() == dtype.Bool {
+		codes, wdt = k.xWins, dtype.Bool
 	}
 	shape, views, err := operandViews(s.Name, cast[0], cast[1], cast[2], codes[0], codes[1], codes[2])
 	if err != nil {
 		return nil, err
 	}
-	who, err := winnersOut(s, outs, len(res), dtype.Int8, shape)
+	who, err := winnersOut(s, outs, len(res), wdt, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +202,32 @@ func reductionWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, o
 	}
 	return copyIntoOuts(c, s, res, outs)
 }
+
+// winnerConsts are the 0-d tensors the selection kernels write as winners:
+// made once and shared, since kernels only read their operands (a fresh set
+// per call was most of a small call's allocations).
+type winnerConsts struct {
+	yes, no *tensor.Tensor
+	codes   [3]*tensor.Tensor // clamp's int8 0, 1, 2
+	xWins   [3]*tensor.Tensor // clamp's bool form: true, false, false
+}
+
+var winnerConstants = sync.OnceValue(func() *winnerConsts {
+	scalar := func(dt dtype.Dtype, v int64) *tensor.Tensor {
+		t, err := tensor.FromInt64s(dt, nil, []int64{v})
+		if err != nil {
+			panic(err) // a 0-d bool or int8 always exists
+		}
+		t.MarkKept() // shared: never reused as another result
+		return t
+	}
+	k := &winnerConsts{yes: scalar(dtype.Bool, 1), no: scalar(dtype.Bool, 0)}
+	for i := range k.codes {
+		k.codes[i] = scalar(dtype.Int8, int64(i))
+	}
+	k.xWins = [3]*tensor.Tensor{k.yes, k.no, k.no}
+	return k
+})
 
 // winnersOut is the tensor the winners go into: outs[i] when given (of
 // exactly dt and shape), else a fresh one.
@@ -249,11 +270,7 @@ func WinnersVJP(c *Context, id int, who, g *tensor.Tensor, outs []*tensor.Tensor
 		if outs != nil && len(outs) != 2 {
 			return nil, errs.Valuef("%s: the gradient has 2 parts, got %d out= entries", s.Name, len(outs))
 		}
-		no, err := tensor.New(dtype.Bool, nil)
-		if err != nil {
-			return nil, err
-		}
-		shape, views, err := operandViews(s.Name, who, no, g)
+		shape, views, err := operandViews(s.Name, who, winnerConstants().no, g)
 		if err != nil {
 			return nil, err
 		}

@@ -523,7 +523,8 @@ class _Selection(_Function):
         y, who = output
         ctx.mark_non_differentiable(who)
         ctx.save_for_backward(who)
-        ctx.save_for_forward(who)
+        if _fwd_ad._current_level >= 0 or _transforms_active():  # jvp may follow
+            ctx.save_for_forward(who)
         ctx.metas = [(x.shape, x.dtype) if x is not None else None for x in xs]
         ctx.out_dtype = y.dtype
         ctx.op_id = _WINNER_IDS.get(inputs[0])
@@ -535,14 +536,18 @@ class _Selection(_Function):
             # pylucid's route of gy by the mask: both parts in one pass
             ga, gb = torch.empty(who.shape, dtype=gy.dtype), torch.empty(who.shape, dtype=gy.dtype)
             _hot.lent(ctx.op_id, 2, (who, gy), None, (ga, gb), _CODES)
-            return (None,) + tuple(_sum_to(g, m[0], m[1]) if need else None
-                                   for g, m, need in zip((ga, gb), ctx.metas, ctx.needs_input_grad[1:]))
+            # clamp's bool form (three operands) has number bounds: x's part alone
+            parts = (ga, gb) if len(ctx.metas) == 2 else (ga, None, None)
+            return (None,) + tuple(_sum_to(g, m[0], m[1]) if need and g is not None else None
+                                   for g, m, need in zip(parts, ctx.metas, ctx.needs_input_grad[1:]))
         zero = gy.new_zeros(())
         grads: List[Optional[torch.Tensor]] = [None]
         for i, (meta, need) in enumerate(zip(ctx.metas, ctx.needs_input_grad[1:])):
             if meta is None or not need:
                 grads.append(None)
                 continue
+            if who.dtype == torch.bool and len(ctx.metas) == 3 and i > 0:
+                raise RuntimeError("pylucid.torch: a clamp bound made from a number has no gradient")
             sel = (who if i == 0 else ~who) if who.dtype == torch.bool else who == i
             grads.append(_sum_to(torch.where(sel, gy, zero), meta[0], meta[1]))
         return tuple(grads)
@@ -870,13 +875,51 @@ def _number_kind(b: Any) -> type:
 _bound_tensors: Dict[Tuple[Any, torch.dtype, bool], torch.Tensor] = {}
 
 
+def _clamp_winners_kernel(name: str) -> Callable[..., Any]:
+    """clamp's winners on plain eager CPU tensors with number bounds (0-d,
+    needing no gradient): the values and a bool mask of where x won (all
+    x's gradient needs), which the backward routes as a binary selection's
+    (one pass of pylucid's kernel, where the int8 code takes three torch
+    ops)."""
+    op_id = _IDS[name]
+
+    def kernel(x: torch.Tensor, lo: Optional[torch.Tensor], hi: Optional[torch.Tensor]) -> Any:
+        dt = _clamp_dtype(name, x, lo, hi)
+        y = torch.empty(x.shape, dtype=dt)
+        mask = torch.empty(x.shape, dtype=torch.bool)
+        _hot.lent(op_id, True, (x, lo, hi), None, (y, mask), _CODES)
+        return y, mask
+
+    return kernel
+
+
 def _clamp_fn(name: str) -> Callable[..., torch.Tensor]:
     value_op, winners_op = _OPS[name], _OPS[name + "_winners"]
     kernel = _clamp_kernel(name, False)
     function = _function(_Selection, name)
+    eager = function[2]
+    mask_kernel = _clamp_winners_kernel(name)
+    _WINNER_IDS[mask_kernel] = _IDS["minimum"]  # a bool mask routes as any binary selection's
 
     def fn(input: torch.Tensor, min: Bound = None, max: Bound = None, *,
            out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        if (out is None and type(input) is _Tensor and input.is_cpu and input.dtype in _CODES
+                and not isinstance(min, torch.Tensor) and not isinstance(max, torch.Tensor)
+                and not (min is None and max is None)
+                and not (_is_compiling() or _is_wrapped(input) or _dispatch_modes() or _function_modes())
+                and _fwd_ad._current_level < 0):
+            # Plain eager CPU tensor, number bounds, nothing watching: what
+            # _elementwise_call would choose, without its general checks.
+            lo = _as_bound(name, "min", min, input, max)
+            hi = _as_bound(name, "max", max, input, min)
+            if not input.requires_grad:
+                return cast(torch.Tensor, kernel(input, lo, hi))
+            if _grad_enabled() and not _transforms_active():
+                if input.dtype not in _FLOATING:
+                    _check(name, input, "input")  # raises: an integer that requires grad
+                return cast(torch.Tensor, eager.apply(mask_kernel, input, lo, hi)[0])  # record
+            return cast(torch.Tensor, _elementwise_call(name, (input, lo, hi), None, value_op, winners_op, kernel,
+                                                        function))
         _check(name, input, "input")
         if min is None and max is None:
             raise ValueError("pylucid.torch.%s: at least one of min and max must not be None" % name)
