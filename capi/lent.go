@@ -32,6 +32,7 @@ const (
 	lentWinners    = 1 // its outputs and winners (ops.Winners)
 	lentWinnersVJP = 2 // the operands' gradients from the winners and g (ops.WinnersVJP)
 	lentWinnersOf  = 3 // the winners alone (ops.WinnersOnly)
+	lentVJPPart    = 4 // one operand's gradient from the winners and g (ops.WinnersVJPPart)
 )
 
 func opLent(id C.int32_t, form int, inputs *C.lucid_out, nInputs C.int32_t, attrs *C.int64_t,
@@ -86,6 +87,12 @@ func opLent(id C.int32_t, form int, inputs *C.lucid_out, nInputs C.int32_t, attr
 			return errs.Valuef("the winners' gradient takes the winners and g, and no attributes")
 		}
 		_, err = ops.WinnersVJP(c, int(id), in[0], in[1], given)
+		return err
+	case form == lentVJPPart:
+		if len(in) != 2 || len(as) != 1 || len(given) != 1 {
+			return errs.Valuef("one operand's gradient takes the winners and g, the part (an attribute) and one output")
+		}
+		_, err = ops.WinnersVJPPart(c, int(id), in[0], in[1], int(as[0]), given[0])
 		return err
 	case form != lentOp && form != lentWinners && form != lentWinnersOf:
 		return errs.Valuef("unknown form %d of lucid_op_lent", form)

@@ -306,7 +306,7 @@ int lucid_op_n(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int
  * after its outputs (one more out entry): for minimum, maximum, fmin and
  * fmax a bool mask of the output's shape, true where the first operand
  * wins; for clamp an int8 code of the output's shape (0: x, 1: min, 2: max
- * wins); for amin, amax, nanmin, nanmax, min and max the int64 position of
+ * wins), or, into a bool out, true where x wins; for amin, amax, nanmin, nanmax, min and max the int64 position of
  * each slice's winner among the slice's elements (row-major), in the
  * keepdim shape. With winners == 2 the inputs are those winners and a
  * cotangent g, the outputs the operands' gradients before un-broadcasting
@@ -314,7 +314,11 @@ int lucid_op_n(int32_t op_id, const int64_t *inputs, int32_t n_inputs, const int
  * where that operand won, +0 elsewhere); for the reductions g (keepdim
  * shape) scattered to the winners, in the input's shape (the output's).
  * With winners == 3 the one output is the winners alone, without the op's
- * outputs (ops.WinnersOnly: a host that selects the values itself).
+ * outputs (ops.WinnersOnly: a host that selects the values itself). With
+ * winners == 4 (binary selections) the inputs are the bool mask and g, the
+ * one attribute the part (0: a, 1: b) and the one output that operand's
+ * gradient alone (ops.WinnersVJPPart). A clamp whose winners went into a
+ * bool out (true where x wins) takes that mask as its winners here too.
  * docs/interop.md says how the bridges use them. */
 int lucid_op_lent(int32_t op_id, int32_t winners, const lucid_out *inputs, int32_t n_inputs,
                   const int64_t *attrs, int32_t n_attrs, const lucid_out *outs, int32_t n_outs);

@@ -204,6 +204,39 @@ func TestWinnersVJP(t *testing.T) {
 
 // WinnersOnly gives Winners' last tensor, bit for bit, for every kind of
 // member (mixed dtypes and broadcasting included), and writes into out.
+// One operand's part is, bit for bit, that part of WinnersVJP (NaN and
+// signed zeros in g included); bad arguments are errors.
+func TestWinnersVJPPart(t *testing.T) {
+	nan := math.NaN()
+	a := fromVals(t, dtype.Float64, []int{2, 3}, 1, nan, 3, 0, 2, -1)
+	b := fromVals(t, dtype.Float64, []int{3}, 1, 2, nan)
+	g := fromVals(t, dtype.Float32, []int{2, 3}, nan, math.Copysign(0, -1), 30, math.Inf(1), -5, 6)
+	for _, name := range []string{"minimum", "maximum", "fmin", "fmax"} {
+		res, err := ops.Winners(nil, opID(name), ts(a, b), nil, nil)
+		require.NoError(t, err)
+		both, err := ops.WinnersVJP(nil, opID(name), res[1], g, nil)
+		require.NoError(t, err)
+		for part := 0; part < 2; part++ {
+			got, err := ops.WinnersVJPPart(nil, opID(name), res[1], g, part, nil)
+			require.NoError(t, err)
+			requireBitsEqual(t, both[part], got, false, name)
+			out := must(t)(tensor.Empty(dtype.Float32, []int{2, 3}))
+			got, err = ops.WinnersVJPPart(nil, opID(name), res[1], g, part, out)
+			require.NoError(t, err)
+			require.Same(t, out, got)
+			requireBitsEqual(t, both[part], out, false, name)
+		}
+	}
+	res, err := ops.Winners(nil, opID("minimum"), ts(a, b), nil, nil)
+	require.NoError(t, err)
+	_, err = ops.WinnersVJPPart(nil, opID("minimum"), res[1], g, 2, nil)
+	require.ErrorContains(t, err, "part")
+	_, err = ops.WinnersVJPPart(nil, opID("amin"), res[1], g, 0, nil)
+	require.Error(t, err)
+	_, err = ops.WinnersVJPPart(nil, opID("minimum"), g, g, 0, nil)
+	require.ErrorContains(t, err, "bool")
+}
+
 func TestWinnersOnlyMatchesWinners(t *testing.T) {
 	nan := math.NaN()
 	a := fromVals(t, dtype.Float64, []int{2, 4}, winnerVals...)

@@ -537,3 +537,27 @@ def test_clamp_with_number_bounds_on_a_strided_leaf_view_follows_the_rule(bounds
         assert not g[:, 1].any()
     with torch.no_grad():
         assert torch.equal(pt.clamp(x, **bounds).view(torch.int32), y.detach().view(torch.int32))
+
+
+@pytest.mark.parametrize("name", ["minimum", "maximum", "fmin", "fmax"])
+@pytest.mark.parametrize("side", [0, 1, 2], ids=["a", "b", "both"])
+def test_binary_gradient_when_one_operand_requires_grad_follows_the_rule(name, side):
+    """The backward writes only the part an operand needs (one pass of
+    pylucid's kernel each way): gradients equal pylucid's own autograd at
+    ties, NaN and signed zeros, with broadcasting, for a, b or both
+    requiring grad."""
+    from pylucid import ops
+
+    a = np.array([[1.0, np.nan, 0.0, -0.0, 2.0], [3.0, 1.0, np.nan, 0.0, -1.0]], np.float32)
+    b = np.array([1.0, 2.0, -0.0, 0.0, np.nan], np.float32)
+    w = np.arange(1.0, 11.0, dtype=np.float32).reshape(2, 5)
+    ta = torch.from_numpy(a.copy()).requires_grad_(side in (0, 2))
+    tb = torch.from_numpy(b.copy()).requires_grad_(side in (1, 2))
+    y = getattr(pt, name)(ta, tb)
+    wants = [t for t in (ta, tb) if t.requires_grad]
+    got = torch.autograd.grad(y, wants, torch.from_numpy(w))
+    la, lb = pylucid.tensor(a, requires_grad=True), pylucid.tensor(b, requires_grad=True)
+    ops.sum(getattr(ops, name)(la, lb) * pylucid.tensor(w)).backward()
+    ref = [g for g, t in zip((la.grad, lb.grad), (ta, tb)) if t.requires_grad]
+    for g, r in zip(got, ref):
+        np.testing.assert_array_equal(g.numpy(), r.numpy())

@@ -203,6 +203,57 @@ func reductionWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, o
 	return copyIntoOuts(c, s, res, outs)
 }
 
+// WinnersVJPPart is one operand's part of a binary selection's
+// WinnersVJP: g where operand part (0: a, 1: b) won and +0 elsewhere,
+// written into out when it is not nil. A caller with one operand that takes
+// a gradient (a model's minimum of an activation and a constant) saves the
+// other part's buffer and its writes.
+func WinnersVJPPart(c *Context, id int, who, g *tensor.Tensor, part int, out *tensor.Tensor) (*tensor.Tensor, error) {
+	if id < 0 || id >= len(byID) {
+		return nil, errs.Valuef("unknown op id %d", id)
+	}
+	s := byID[id]
+	if s.Signature != "binary" || s.Rule == "" {
+		return nil, errs.Valuef("%s has no one-operand winners' gradient", s.Name)
+	}
+	if who == nil || g == nil {
+		return nil, errs.Valuef("%s: winners and cotangent must be given", s.Name)
+	}
+	if who.Dtype() != dtype.Bool {
+		return nil, errs.Typef("%s: the winners are a bool mask, got %v", s.Name, who.Dtype())
+	}
+	if part != 0 && part != 1 {
+		return nil, errs.Valuef("%s: the gradient's part is 0 (a) or 1 (b), got %d", s.Name, part)
+	}
+	nc := *ctxOr(c)
+	nc.GradEnabled = false
+	zero, err := tensor.New(g.Dtype(), nil)
+	if err != nil {
+		return nil, err
+	}
+	// who wins against false by RuleMin exactly where who is false: b won.
+	where, other := zero, g // part 0: g where who is true
+	if part == 1 {
+		where, other = g, zero
+	}
+	shape, views, err := operandViews(s.Name, who, winnerConstants().no, where, other)
+	if err != nil {
+		return nil, err
+	}
+	var outs []*tensor.Tensor
+	if out != nil {
+		outs = []*tensor.Tensor{out}
+	}
+	res, err := winnersOut(s, outs, 0, g.Dtype(), shape)
+	if err != nil {
+		return nil, err
+	}
+	if err := selector(nc.Backend).Select(backend.RuleMin, res, views[0], views[1], views[2], views[3]); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
 // winnerConsts are the 0-d tensors the selection kernels write as winners:
 // made once and shared, since kernels only read their operands (a fresh set
 // per call was most of a small call's allocations).

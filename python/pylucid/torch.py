@@ -533,15 +533,22 @@ class _Selection(_Function):
     def backward(ctx: Any, gy: torch.Tensor, _: Any) -> Tuple[Optional[torch.Tensor], ...]:
         (who,) = ctx.saved_tensors
         if who.dtype == torch.bool and ctx.op_id is not None and _plain_backward(gy):
-            # pylucid's route of gy by the mask: both parts in one pass
-            ga, gb = torch.empty(who.shape, dtype=gy.dtype), torch.empty(who.shape, dtype=gy.dtype)
-            _hot.lent(ctx.op_id, 2, (who, gy), None, (ga, gb), _CODES)
-            # clamp's bool form (three operands) has number bounds: x's part alone
-            parts = (ga, gb) if len(ctx.metas) == 2 else (ga, None, None)
-            return (None,) + tuple(_sum_to(g, m[0], m[1]) if need and g is not None else None
-                                   for g, m, need in zip(parts, ctx.metas, ctx.needs_input_grad[1:]))
+            # pylucid's route of gy by the mask, in one pass: both parts, or
+            # the one an operand needs (clamp's bool form, with number
+            # bounds, has x's part alone)
+            metas, need = ctx.metas, ctx.needs_input_grad
+            if len(metas) == 2 and need[1] and need[2]:
+                ga, gb = torch.empty(who.shape, dtype=gy.dtype), torch.empty(who.shape, dtype=gy.dtype)
+                _hot.lent(ctx.op_id, 2, (who, gy), None, (ga, gb), _CODES)
+                return None, _sum_to(ga, *metas[0]), _sum_to(gb, *metas[1])
+            part = 1 if len(metas) == 2 and need[2] else 0
+            g = torch.empty(who.shape, dtype=gy.dtype)
+            _hot.lent(ctx.op_id, 4, (who, gy), (part,), (g,), _CODES)
+            grads: List[Optional[torch.Tensor]] = [None] * (1 + len(metas))
+            grads[1 + part] = _sum_to(g, *metas[part])
+            return tuple(grads)
         zero = gy.new_zeros(())
-        grads: List[Optional[torch.Tensor]] = [None]
+        grads = [None]
         for i, (meta, need) in enumerate(zip(ctx.metas, ctx.needs_input_grad[1:])):
             if meta is None or not need:
                 grads.append(None)
@@ -918,8 +925,7 @@ def _clamp_fn(name: str) -> Callable[..., torch.Tensor]:
                 if input.dtype not in _FLOATING:
                     _check(name, input, "input")  # raises: an integer that requires grad
                 return cast(torch.Tensor, eager.apply(mask_kernel, input, lo, hi)[0])  # record
-            return cast(torch.Tensor, _elementwise_call(name, (input, lo, hi), None, value_op, winners_op, kernel,
-                                                        function))
+            return _elementwise_call(name, (input, lo, hi), None, value_op, winners_op, kernel, function)
         _check(name, input, "input")
         if min is None and max is None:
             raise ValueError("pylucid.torch.%s: at least one of min and max must not be None" % name)
