@@ -532,32 +532,38 @@ class _Selection(_Function):
     @staticmethod
     def backward(ctx: Any, gy: torch.Tensor, _: Any) -> Tuple[Optional[torch.Tensor], ...]:
         (who,) = ctx.saved_tensors
-        if who.dtype == torch.bool and ctx.op_id is not None and _plain_backward(gy):
-            # pylucid's route of gy by the mask, in one pass: both parts, or
-            # the one an operand needs (clamp's bool form, with number
-            # bounds, has x's part alone)
-            metas, need = ctx.metas, ctx.needs_input_grad
-            if len(metas) == 2 and need[1] and need[2]:
-                ga, gb = torch.empty(who.shape, dtype=gy.dtype), torch.empty(who.shape, dtype=gy.dtype)
-                _hot.lent(ctx.op_id, 2, (who, gy), None, (ga, gb), _CODES)
-                return None, _sum_to(ga, *metas[0]), _sum_to(gb, *metas[1])
-            part = 1 if len(metas) == 2 and need[2] else 0
-            g = torch.empty(who.shape, dtype=gy.dtype)
-            _hot.lent(ctx.op_id, 4, (who, gy), (part,), (g,), _CODES)
-            grads: List[Optional[torch.Tensor]] = [None] * (1 + len(metas))
-            grads[1 + part] = _sum_to(g, *metas[part])
-            return tuple(grads)
-        zero = gy.new_zeros(())
-        grads = [None]
-        for i, (meta, need) in enumerate(zip(ctx.metas, ctx.needs_input_grad[1:])):
-            if meta is None or not need:
-                grads.append(None)
-                continue
-            if who.dtype == torch.bool and len(ctx.metas) == 3 and i > 0:
-                raise RuntimeError("pylucid.torch: a clamp bound made from a number has no gradient")
-            sel = (who if i == 0 else ~who) if who.dtype == torch.bool else who == i
-            grads.append(_sum_to(torch.where(sel, gy, zero), meta[0], meta[1]))
+        return (None,) + _selection_grads(ctx.op_id, who, gy, ctx.metas, ctx.needs_input_grad[1:])
+
+
+def _selection_grads(op_id: Optional[int], who: torch.Tensor, gy: torch.Tensor,
+                     metas: Sequence[Optional[Tuple[Any, torch.dtype]]],
+                     need: Sequence[bool]) -> Tuple[Optional[torch.Tensor], ...]:
+    """A selection's operands' gradients from its winners who and gy (metas:
+    each operand's shape and dtype, None where absent or, for clamp's bool
+    form, a number bound; need: which take one)."""
+    if who.dtype == torch.bool and op_id is not None and _plain_backward(gy):
+        # pylucid's route of gy by the mask, in one pass: both parts, or
+        # the one an operand needs (clamp's bool form, with number
+        # bounds, has x's part alone)
+        if len(metas) == 2 and need[0] and need[1]:
+            ga, gb = torch.empty(who.shape, dtype=gy.dtype), torch.empty(who.shape, dtype=gy.dtype)
+            _hot.lent(op_id, 2, (who, gy), None, (ga, gb), _CODES)
+            return _sum_to(ga, *metas[0]), _sum_to(gb, *metas[1])  # type: ignore[misc]
+        part = 1 if len(metas) == 2 and need[1] else 0
+        g = torch.empty(who.shape, dtype=gy.dtype)
+        _hot.lent(op_id, 4, (who, gy), (part,), (g,), _CODES)
+        grads: List[Optional[torch.Tensor]] = [None] * len(metas)
+        grads[part] = _sum_to(g, *metas[part])  # type: ignore[misc]
         return tuple(grads)
+    zero = gy.new_zeros(())
+    grads = []
+    for i, (meta, needed) in enumerate(zip(metas, need)):
+        if meta is None or not needed:
+            grads.append(None)
+            continue
+        sel = (who if i == 0 else ~who) if who.dtype == torch.bool else who == i
+        grads.append(_sum_to(torch.where(sel, gy, zero), meta[0], meta[1]))
+    return tuple(grads)
 
 
 def _selection_jvp(ctx: Any, _: Any, *ts: Optional[torch.Tensor]) -> Tuple[torch.Tensor, None]:
@@ -799,11 +805,37 @@ def _elementwise_call(name: str, xs: Tuple[Optional[torch.Tensor], ...], out: Op
     return y if out is None else _write_out(name, y, out, xs)
 
 
+def _lean_binary(name: str, eager: Any) -> Any:
+    """The Function of a binary selection's plain eager call with grad (the
+    inputs plain CPU tensors, no transform, forward-mode level, mode or
+    compiler watching): the winners kernel and the mask saved, no more (the
+    general classes' forward takes the op as an argument and runs for every
+    base); backward as _Selection's. Named as the others (its grad_fn is
+    ``MinimumBackward``, ...)."""
+    op_id = _IDS[name]
+    winners_kernel = _KERNELS[_OPS[name + "_winners"]]
+
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        r = _hot.lent_binary(op_id, True, a, b, _CODES, _empty_like, _MASK_KWARGS)
+        y, who = r if r is not None else winners_kernel(a, b)
+        ctx.mark_non_differentiable(who)
+        ctx.save_for_backward(who)
+        ctx.metas = ((a.shape, a.dtype), (b.shape, b.dtype))
+        return y, who
+
+    def backward(ctx: Any, gy: torch.Tensor, _: Any) -> Tuple[Optional[torch.Tensor], ...]:
+        (who,) = ctx.saved_tensors
+        return _selection_grads(op_id, who, gy, ctx.metas, ctx.needs_input_grad)
+
+    return type(eager.__name__, (_Function,), {"__module__": __name__, "__doc__": eager.__doc__,
+                                               "forward": staticmethod(forward), "backward": staticmethod(backward)})
+
+
 def _binary_fn(name: str) -> Callable[..., torch.Tensor]:
     value_op, winners_op = _OPS[name], _OPS[name + "_winners"]
     kernel = _binary_kernel(name, False)
     function = _function(_Selection, name)
-    op_id, winners_kernel, eager = _IDS[name], _KERNELS[winners_op], function[2]
+    op_id, lean = _IDS[name], _lean_binary(name, function[2])
 
     def fn(input: torch.Tensor, other: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
         # Plain eager CPU tensors, nothing watching: no dispatcher (what
@@ -816,8 +848,8 @@ def _binary_fn(name: str) -> Callable[..., torch.Tensor]:
                     y = _hot.lent_binary(op_id, False, input, other, _CODES, _empty_like, _MASK_KWARGS)
                     return y if y is not None else cast(torch.Tensor, kernel(input, other))
             elif (input.dtype in _FLOATING and other.dtype in _FLOATING and _grad_enabled()
-                  and not _transforms_active()):
-                return cast(torch.Tensor, eager.apply(winners_kernel, input, other)[0])  # record
+                  and not _transforms_active() and _fwd_ad._current_level < 0):
+                return cast(torch.Tensor, lean.apply(input, other)[0])  # record
         _check(name, input, "input")
         _check(name, other, "other")
         return _elementwise_call(name, (input, other), out, value_op, winners_op, kernel, function)
@@ -882,31 +914,37 @@ def _number_kind(b: Any) -> type:
 _bound_tensors: Dict[Tuple[Any, torch.dtype, bool], torch.Tensor] = {}
 
 
-def _clamp_winners_kernel(name: str) -> Callable[..., Any]:
-    """clamp's winners on plain eager CPU tensors with number bounds (0-d,
-    needing no gradient): the values and a bool mask of where x won (all
-    x's gradient needs), which the backward routes as a binary selection's
-    (one pass of pylucid's kernel, where the int8 code takes three torch
-    ops)."""
-    op_id = _IDS[name]
+def _lean_clamp(name: str, eager: Any) -> Any:
+    """The Function of clamp's plain eager call with grad and number bounds
+    (0-d, needing no gradient; see _lean_binary): the values and a bool mask
+    of where x won (all x's gradient needs), which the backward routes as a
+    binary selection's (one pass of pylucid's kernel, where the int8 code
+    takes three torch ops)."""
+    op_id, route_id = _IDS[name], _IDS["minimum"]  # a bool mask routes as any binary selection's
 
-    def kernel(x: torch.Tensor, lo: Optional[torch.Tensor], hi: Optional[torch.Tensor]) -> Any:
-        dt = _clamp_dtype(name, x, lo, hi)
-        y = torch.empty(x.shape, dtype=dt)
-        mask = torch.empty(x.shape, dtype=torch.bool)
-        _hot.lent(op_id, True, (x, lo, hi), None, (y, mask), _CODES)
-        return y, mask
+    def forward(ctx: Any, x: torch.Tensor, lo: Optional[torch.Tensor],
+                hi: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+        y = torch.empty(x.shape, dtype=_clamp_dtype(name, x, lo, hi))
+        who = torch.empty(x.shape, dtype=torch.bool)
+        _hot.lent(op_id, True, (x, lo, hi), None, (y, who), _CODES)
+        ctx.mark_non_differentiable(who)
+        ctx.save_for_backward(who)
+        ctx.metas = ((x.shape, x.dtype), None, None)
+        return y, who
 
-    return kernel
+    def backward(ctx: Any, gy: torch.Tensor, _: Any) -> Tuple[Optional[torch.Tensor], ...]:
+        (who,) = ctx.saved_tensors
+        return _selection_grads(route_id, who, gy, ctx.metas, ctx.needs_input_grad)
+
+    return type(eager.__name__, (_Function,), {"__module__": __name__, "__doc__": eager.__doc__,
+                                               "forward": staticmethod(forward), "backward": staticmethod(backward)})
 
 
 def _clamp_fn(name: str) -> Callable[..., torch.Tensor]:
     value_op, winners_op = _OPS[name], _OPS[name + "_winners"]
     kernel = _clamp_kernel(name, False)
     function = _function(_Selection, name)
-    eager = function[2]
-    mask_kernel = _clamp_winners_kernel(name)
-    _WINNER_IDS[mask_kernel] = _IDS["minimum"]  # a bool mask routes as any binary selection's
+    lean = _lean_clamp(name, function[2])
 
     def fn(input: torch.Tensor, min: Bound = None, max: Bound = None, *,
            out: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -924,7 +962,7 @@ def _clamp_fn(name: str) -> Callable[..., torch.Tensor]:
             if _grad_enabled() and not _transforms_active():
                 if input.dtype not in _FLOATING:
                     _check(name, input, "input")  # raises: an integer that requires grad
-                return cast(torch.Tensor, eager.apply(mask_kernel, input, lo, hi)[0])  # record
+                return cast(torch.Tensor, lean.apply(input, lo, hi)[0])  # record
             return _elementwise_call(name, (input, lo, hi), None, value_op, winners_op, kernel, function)
         _check(name, input, "input")
         if min is None and max is None:
