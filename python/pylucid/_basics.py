@@ -11,13 +11,13 @@ and record no graph.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
 
 import operator
 
 import numpy as np
 
-from . import _convert, _lib, _scalars
+from . import _convert, _lib
 from ._calls import call1
 
 if TYPE_CHECKING:
@@ -227,12 +227,21 @@ def compare(t: "Tensor", other: Any, ufunc: Any) -> "Tensor":
 
 
 def _promoted(a: "Tensor", b: "Tensor") -> Any:
-    """The dtype pylucid's binary ops give a and b (asked of the core on
-    empty views: no elements computed)."""
-    from ._runtime import MINIMUM
+    """The dtype pylucid's binary ops give a and b (asked of the core once
+    per pair of dtypes, on empty views: no elements computed)."""
+    key = (a.dtype, b.dtype)
+    dt = _promotions.get(key)
+    if dt is None:
+        from ._runtime import MINIMUM
 
-    empty = tuple(call1(SLICE, (view_or_reshape(x, (x.numel(),)),), (0, 0, 0, 1)) for x in (a, b))
-    return call1(MINIMUM, empty).dtype
+        empty = tuple(call1(SLICE, (view_or_reshape(x, (x.numel(),)),), (0, 0, 0, 1)) for x in (a, b))
+        dt = _promotions[key] = call1(MINIMUM, empty).dtype
+    return dt
+
+
+# (dtype, dtype) -> the dtype the pair promotes to (the empty views are 1-d,
+# so only the dtypes decide).
+_promotions: Dict[Tuple[Any, Any], Any] = {}
 
 
 class Generator:
