@@ -805,30 +805,42 @@ def _elementwise_call(name: str, xs: Tuple[Optional[torch.Tensor], ...], out: Op
     return y if out is None else _write_out(name, y, out, xs)
 
 
-def _lean_binary(name: str, eager: Any) -> Any:
-    """The Function of a binary selection's plain eager call with grad (the
-    inputs plain CPU tensors, no transform, forward-mode level, mode or
-    compiler watching): the winners kernel and the mask saved, no more (the
-    general classes' forward takes the op as an argument and runs for every
-    base); backward as _Selection's. Named as the others (its grad_fn is
+def _lean_function(eager: Any, route_id: int,
+                   winners: Callable[..., Tuple[torch.Tensor, torch.Tensor, Tuple[Any, ...]]]) -> Any:
+    """The Function of a selection's plain eager call with grad (the inputs
+    plain CPU tensors, no transform, forward-mode level, mode or compiler
+    watching): winners(*xs) gives the values, the bool mask of where the
+    first operand won, and the operands' (shape, dtype) (None: no gradient);
+    the mask is saved and the backward routes by it (op route_id's kernel).
+    Nothing else: the general classes' forward takes the op as an argument
+    and runs for every base. Named as the others (its grad_fn is
     ``MinimumBackward``, ...)."""
-    op_id = _IDS[name]
-    winners_kernel = _KERNELS[_OPS[name + "_winners"]]
 
-    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        r = _hot.lent_binary(op_id, True, a, b, _CODES, _empty_like, _MASK_KWARGS)
-        y, who = r if r is not None else winners_kernel(a, b)
+    def forward(ctx: Any, *xs: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+        y, who, ctx.metas = winners(*xs)
         ctx.mark_non_differentiable(who)
         ctx.save_for_backward(who)
-        ctx.metas = ((a.shape, a.dtype), (b.shape, b.dtype))
         return y, who
 
     def backward(ctx: Any, gy: torch.Tensor, _: Any) -> Tuple[Optional[torch.Tensor], ...]:
         (who,) = ctx.saved_tensors
-        return _selection_grads(op_id, who, gy, ctx.metas, ctx.needs_input_grad)
+        return _selection_grads(route_id, who, gy, ctx.metas, ctx.needs_input_grad)
 
     return type(eager.__name__, (_Function,), {"__module__": __name__, "__doc__": eager.__doc__,
                                                "forward": staticmethod(forward), "backward": staticmethod(backward)})
+
+
+def _lean_binary(name: str, eager: Any) -> Any:
+    """_lean_function of a binary selection."""
+    op_id = _IDS[name]
+    winners_kernel = _KERNELS[_OPS[name + "_winners"]]
+
+    def winners(a: torch.Tensor, b: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, Tuple[Any, ...]]:
+        r = _hot.lent_binary(op_id, True, a, b, _CODES, _empty_like, _MASK_KWARGS)
+        y, who = r if r is not None else winners_kernel(a, b)
+        return y, who, ((a.shape, a.dtype), (b.shape, b.dtype))
+
+    return _lean_function(eager, op_id, winners)
 
 
 def _binary_fn(name: str) -> Callable[..., torch.Tensor]:
@@ -915,29 +927,20 @@ _bound_tensors: Dict[Tuple[Any, torch.dtype, bool], torch.Tensor] = {}
 
 
 def _lean_clamp(name: str, eager: Any) -> Any:
-    """The Function of clamp's plain eager call with grad and number bounds
-    (0-d, needing no gradient; see _lean_binary): the values and a bool mask
-    of where x won (all x's gradient needs), which the backward routes as a
-    binary selection's (one pass of pylucid's kernel, where the int8 code
-    takes three torch ops)."""
-    op_id, route_id = _IDS[name], _IDS["minimum"]  # a bool mask routes as any binary selection's
+    """_lean_function of clamp with number bounds (0-d, needing no
+    gradient): the values and a bool mask of where x won (all x's gradient
+    needs), which the backward routes as a binary selection's (one pass of
+    pylucid's kernel, where the int8 code takes three torch ops)."""
+    op_id = _IDS[name]
 
-    def forward(ctx: Any, x: torch.Tensor, lo: Optional[torch.Tensor],
-                hi: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+    def winners(x: torch.Tensor, lo: Optional[torch.Tensor],
+                hi: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor, Tuple[Any, ...]]:
         y = torch.empty(x.shape, dtype=_clamp_dtype(name, x, lo, hi))
         who = torch.empty(x.shape, dtype=torch.bool)
         _hot.lent(op_id, True, (x, lo, hi), None, (y, who), _CODES)
-        ctx.mark_non_differentiable(who)
-        ctx.save_for_backward(who)
-        ctx.metas = ((x.shape, x.dtype), None, None)
-        return y, who
+        return y, who, ((x.shape, x.dtype), None, None)
 
-    def backward(ctx: Any, gy: torch.Tensor, _: Any) -> Tuple[Optional[torch.Tensor], ...]:
-        (who,) = ctx.saved_tensors
-        return _selection_grads(route_id, who, gy, ctx.metas, ctx.needs_input_grad)
-
-    return type(eager.__name__, (_Function,), {"__module__": __name__, "__doc__": eager.__doc__,
-                                               "forward": staticmethod(forward), "backward": staticmethod(backward)})
+    return _lean_function(eager, _IDS["minimum"], winners)  # a bool mask routes as any binary selection's
 
 
 def _clamp_fn(name: str) -> Callable[..., torch.Tensor]:
