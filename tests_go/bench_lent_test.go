@@ -79,4 +79,18 @@ func BenchmarkLentCall(b *testing.B) {
 			}
 		}
 	})
+	zero, err := tensor.New(dtype.Float32, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("clamp winners", func(b *testing.B) { // clamp(x, min=0) into a bool mask: a model's clamp
+		b.ReportAllocs()
+		outs := []*tensor.Tensor{out[0], mask}
+		clamp := opID("clamp")
+		for i := 0; i < b.N; i++ {
+			if _, err := ops.Winners(nil, clamp, []*tensor.Tensor{in[0], zero, nil}, nil, outs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

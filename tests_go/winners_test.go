@@ -7,6 +7,7 @@ package tests_go
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -95,6 +96,63 @@ func TestWinnersClampBoolForm(t *testing.T) {
 		requireBitsEqual(t, codes[0], y, false)
 		for i, code := range codes[1].Int64s() {
 			require.Equal(t, code == 0, mask.Int64s()[i] == 1, "element %d", i)
+		}
+	}
+}
+
+// clamp's winners (the int8 code and the bool form), which run as passes
+// of the binary Select kernels, against clamp's rule restated (RuleMax
+// between x and lo, then RuleMin between that winner and hi), on random
+// data drawn from ties, NaN and signed zeros, with broadcasting, either bound
+// absent, floating and integer dtypes.
+func TestWinnersClampRandomAgainstTheRule(t *testing.T) {
+	pool := []float64{math.NaN(), math.Copysign(0, -1), 0, 1, -1, 0.5, 2, -2}
+	rng := rand.New(rand.NewPCG(7, 9))
+	draw := func(dt dtype.Dtype, shape []int) (*tensor.Tensor, []float64) {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = pool[rng.IntN(len(pool))]
+			if !dt.IsFloat() && (math.IsNaN(v[i]) || v[i] != math.Trunc(v[i])) {
+				v[i] = 3
+			}
+		}
+		return fromVals(t, dt, shape, v...), v
+	}
+	for _, dt := range []dtype.Dtype{dtype.Float32, dtype.Float64, dtype.Float16, dtype.Int32} {
+		for trial := 0; trial < 20; trial++ {
+			x, xv := draw(dt, []int{3, 4})
+			lo, lov := draw(dt, []int{4})
+			hi, hiv := draw(dt, []int{3, 1})
+			hasLo, hasHi := trial%3 != 1, trial%3 != 2
+			in := ts(x, nil, nil)
+			if hasLo {
+				in[1] = lo
+			}
+			if hasHi {
+				in[2] = hi
+			}
+			codes, err := ops.Winners(nil, opID("clamp"), in, nil, nil)
+			require.NoError(t, err)
+			mask := must(t)(tensor.Empty(dtype.Bool, []int{3, 4}))
+			y := must(t)(tensor.Empty(dt, []int{3, 4}))
+			_, err = ops.Winners(nil, opID("clamp"), in, nil, ts(y, mask))
+			require.NoError(t, err)
+			for i, code := range codes[1].Int64s() {
+				r, c := i/4, i%4
+				w, want := xv[i], int64(0)
+				if hasLo && !winsF(selMax, w, lov[c]) {
+					w, want = lov[c], 1
+				}
+				if hasHi && !winsF(selMin, w, hiv[r]) {
+					want = 2
+				}
+				require.Equal(t, want, code, "%v trial %d element %d", dt, trial, i)
+				require.Equal(t, want == 0, mask.Int64s()[i] == 1, "%v trial %d element %d (bool form)", dt, trial, i)
+			}
 		}
 	}
 }

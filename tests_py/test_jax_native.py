@@ -42,6 +42,9 @@ def cases():
                                    lambda x, y, n=n: getattr(ops, n)(x, y, y + 1.0))
             out[n + "_number"] = (lambda x, y, n=n: getattr(pj, n)(x, None, 2.0),
                                   lambda x, y, n=n: getattr(ops, n)(x, None, 2.0))
+            # one bound: the winners are a bool mask of where x won
+            out[n + "_min_tensor"] = (lambda x, y, n=n: getattr(pj, n)(x, y),
+                                      lambda x, y, n=n: getattr(ops, n)(x, y))
         else:
             out[n + "_axis1"] = (lambda x, y, n=n: getattr(pj, n)(x, axis=1),
                                  lambda x, y, n=n: getattr(ops, n)(x, 1))

@@ -172,10 +172,29 @@ func clampWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs 
 	if err != nil {
 		return nil, err
 	}
-	if err := clamper(c.Backend).ClampSelect(who, views[0], views[1], views[2], views[3], views[4], views[5]); err != nil {
+	if wdt == dtype.Bool && (in[1] == nil) != (in[2] == nil) {
+		err = clampWhoOneBound(c, who, views, in[1] != nil)
+	} else {
+		err = clamper(c.Backend).ClampSelect(who, views[0], views[1], views[2], views[3], views[4], views[5])
+	}
+	if err != nil {
 		return nil, err
 	}
 	return append(res, who), nil
+}
+
+// clampWhoOneBound writes where x won into the bool who for a clamp with
+// one bound, by clamp's rule (clampPick's: RuleMax against lo, RuleMin
+// against hi): one pass of the backend's Select into a mask, which is
+// vectorized where the fused ClampSelect goes element by element (a
+// model's clamp(x, min=0)). views: x, lo, hi and the bool winners' codes,
+// broadcast to who's shape.
+func clampWhoOneBound(c *Context, who *tensor.Tensor, views []*tensor.Tensor, lower bool) error {
+	yes, no := views[3], views[4]
+	if lower {
+		return selector(c.Backend).Select(backend.RuleMax, who, views[0], views[1], yes, no)
+	}
+	return selector(c.Backend).Select(backend.RuleMin, who, views[0], views[2], yes, no)
 }
 
 // reductionWinners is Winners of a selecting reduction: its outputs (unless

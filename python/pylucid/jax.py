@@ -154,10 +154,15 @@ def _binary_op(name: str) -> Callable[..., jax.Array]:
 def _clamp_op(name: str, has_lo: bool, has_hi: bool) -> Callable[..., jax.Array]:
     """clamp: y; tangent = the winning operand's (0: x, 1: min, 2: max)."""
     present = 1 | (2 if has_lo else 0) | (4 if has_hi else 0)
+    # With one bound the winners are where x won (a bool mask, pylucid's
+    # vectorized select); with two, clamp's int8 code (0: x, 1: min, 2: max).
+    one_bound = has_lo != has_hi
 
     def results(xs: Sequence[jax.Array], code: Any) -> Tuple[jax.ShapeDtypeStruct, ...]:
         shape = tuple(np.broadcast_shapes(*(x.shape for x in xs)))
-        return (_struct(shape, np.int8),) if code else (_struct(shape, xs[0].dtype),)
+        if code:
+            return (_struct(shape, np.bool_ if one_bound else np.int8),)
+        return (_struct(shape, xs[0].dtype),)
 
     @jax.custom_jvp
     def f(*xs: jax.Array) -> jax.Array:
@@ -168,6 +173,8 @@ def _clamp_op(name: str, has_lo: bool, has_hi: bool) -> Callable[..., jax.Array]
         (code,) = _call(name, _constant(primals), results(primals, True), present=present, winners=True)
 
         def pick(xs: Sequence[jax.Array]) -> jax.Array:  # the winner of each element (see _binary_op)
+            if one_bound:
+                return jnp.where(code, xs[0], xs[1])
             v = jnp.broadcast_to(xs[0], code.shape)
             rest = list(xs[1:])
             if has_lo:
