@@ -9,7 +9,10 @@ Rows: pylucid.torch.minimum against torch.minimum, eager without grad at
 training step (about ten min/max/clamp calls in its loss) and, under
 torch.compile(fullgraph=True), forward+backward at 2^24; pylucid.jax.minimum
 against jnp.minimum, jitted forward at 1,000 and 2^24, jit(grad) and
-jit(jvp) at 2^24.
+jit(jvp) at 2^24. Rows without a target: the floor of any
+torch.autograd.Function at a box loss's size (which bounds the training
+step's ratio), and clamp with one bound (a model's commonest clamp) at 2^24
+in both frameworks.
 """
 
 from __future__ import annotations
@@ -92,6 +95,9 @@ def torch_rows(quick: bool) -> None:
 
     row("torch eager forward+backward, 2^%d" % (big.bit_length() - 1),
         *pair(big_step(pt.minimum), big_step(torch.minimum), 5), "torch.minimum", 0.5)
+    row("torch clamp(min=0) forward+backward, 2^%d" % (big.bit_length() - 1),
+        *pair(lambda: torch.autograd.grad(pt.clamp(A, min=0.0), A, G),
+              lambda: torch.autograd.grad(torch.clamp(A, min=0.0), A, G), 5), "torch.clamp", None)
 
     # A small-box loss: intersection over union of 64 boxes, min/max/clamp
     # about ten times, against the same loss with torch's ops.
@@ -180,6 +186,10 @@ def jax_rows(quick: bool) -> None:
     gt = jax.jit(jax.grad(lambda x, y: jnp.sum(jnp.minimum(x, y)), argnums=(0, 1)))
     row("jax jit(grad), 2^%d" % (big.bit_length() - 1),
         *pair(lambda: jax.block_until_ready(go(A, B)), lambda: jax.block_until_ready(gt(A, B)), 5), "jnp.minimum", 1.0)
+    co = jax.jit(jax.grad(lambda x: jnp.sum(pj.clamp(x, 0.0))))
+    ct = jax.jit(jax.grad(lambda x: jnp.sum(jnp.clip(x, 0.0))))
+    row("jax jit(grad) clamp(x, 0), 2^%d" % (big.bit_length() - 1),
+        *pair(lambda: jax.block_until_ready(co(A)), lambda: jax.block_until_ready(ct(A)), 5), "jnp.clip", None)
     jo = jax.jit(lambda x, y, t: jax.jvp(pj.minimum, (x, y), (t, t)))
     jt = jax.jit(lambda x, y, t: jax.jvp(jnp.minimum, (x, y), (t, t)))
     T = jnp.ones(big, jnp.float32)

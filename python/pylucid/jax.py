@@ -29,8 +29,10 @@ exported with another version of an op fails with a clear error instead of
 running something else.
 
 * Differentiation is a ``jax.custom_jvp``: the primal call also returns
-  pylucid's winners (``lucid_op_lent``: where ``a`` wins; clamp's winning
-  operand; a reduction's winner positions), and an output's tangent is its
+  pylucid's winners (``lucid_op_lent``: where ``a`` wins; where x wins
+  against clamp's one bound, or with both bounds the masks of its rule's
+  two steps, maximum with min and minimum with max; a reduction's winner
+  positions), and an output's tangent is its
   winner's tangent (``jnp.where`` / ``take_along_axis``), which is linear in
   the tangents, so JAX transposes it for reverse mode: ``grad``, ``vjp``,
   ``jvp``, ``jacfwd``, ``jacrev``, ``hessian`` and ``linearize`` all work,
@@ -150,12 +152,26 @@ def _binary_op(name: str) -> Callable[..., jax.Array]:
     return f  # type: ignore[no-any-return]
 
 
+def _two_bounds_jvp(primals: Tuple[jax.Array, ...], tangents: Tuple[jax.Array, ...]) -> Tuple[jax.Array, jax.Array]:
+    """clamp's rule with both bounds as it is defined (docs/semantics.md):
+    maximum with min, then minimum of that winner with max, each winner
+    mask from pylucid's vectorized mask kernel (clamp's own int8 code is
+    found element by element: 34x jnp.clip's gradient at 2^22)."""
+    (x, lo, hi), (tx, tlo, thi) = primals, tangents
+    inner = tuple(np.broadcast_shapes(x.shape, lo.shape))
+    (won_lo,) = _call("maximum", _constant((x, lo)), (_struct(inner, np.bool_),), winners=True)
+    w = jnp.where(won_lo, x, lo)
+    shape = tuple(np.broadcast_shapes(inner, hi.shape))
+    (won_hi,) = _call("minimum", _constant((w, hi)), (_struct(shape, np.bool_),), winners=True)
+    return jnp.where(won_hi, w, hi), jnp.where(won_hi, jnp.where(won_lo, tx, tlo), thi)
+
+
 @functools.lru_cache(maxsize=None)
 def _clamp_op(name: str, has_lo: bool, has_hi: bool) -> Callable[..., jax.Array]:
     """clamp: y; tangent = the winning operand's (0: x, 1: min, 2: max)."""
     present = 1 | (2 if has_lo else 0) | (4 if has_hi else 0)
     # With one bound the winners are where x won (a bool mask, pylucid's
-    # vectorized select); with two, clamp's int8 code (0: x, 1: min, 2: max).
+    # vectorized select); with two, the rule's two masks (_two_bounds_jvp).
     one_bound = has_lo != has_hi
 
     def results(xs: Sequence[jax.Array], code: Any) -> Tuple[jax.ShapeDtypeStruct, ...]:
@@ -170,6 +186,8 @@ def _clamp_op(name: str, has_lo: bool, has_hi: bool) -> Callable[..., jax.Array]
 
     @f.defjvp
     def f_jvp(primals: Tuple[jax.Array, ...], tangents: Tuple[jax.Array, ...]) -> Tuple[jax.Array, jax.Array]:
+        if not one_bound:
+            return _two_bounds_jvp(primals, tangents)
         (code,) = _call(name, _constant(primals), results(primals, True), present=present, winners=True)
 
         def pick(xs: Sequence[jax.Array]) -> jax.Array:  # the winner of each element (see _binary_op)
