@@ -168,40 +168,25 @@ def _two_bounds_jvp(primals: Tuple[jax.Array, ...], tangents: Tuple[jax.Array, .
 
 @functools.lru_cache(maxsize=None)
 def _clamp_op(name: str, has_lo: bool, has_hi: bool) -> Callable[..., jax.Array]:
-    """clamp: y; tangent = the winning operand's (0: x, 1: min, 2: max)."""
+    """clamp: y; tangent = the winning operand's. With one bound the winners
+    are where x won (a bool mask, pylucid's vectorized select); with two,
+    the rule's two masks (_two_bounds_jvp)."""
     present = 1 | (2 if has_lo else 0) | (4 if has_hi else 0)
-    # With one bound the winners are where x won (a bool mask, pylucid's
-    # vectorized select); with two, the rule's two masks (_two_bounds_jvp).
-    one_bound = has_lo != has_hi
 
-    def results(xs: Sequence[jax.Array], code: Any) -> Tuple[jax.ShapeDtypeStruct, ...]:
-        shape = tuple(np.broadcast_shapes(*(x.shape for x in xs)))
-        if code:
-            return (_struct(shape, np.bool_ if one_bound else np.int8),)
-        return (_struct(shape, xs[0].dtype),)
+    def result(xs: Sequence[jax.Array], dtype: Any) -> Tuple[jax.ShapeDtypeStruct]:
+        return (_struct(tuple(np.broadcast_shapes(*(x.shape for x in xs))), dtype),)
 
     @jax.custom_jvp
     def f(*xs: jax.Array) -> jax.Array:
-        return _call(name, xs, results(xs, False), present=present)[0]
+        return _call(name, xs, result(xs, xs[0].dtype), present=present)[0]
 
     @f.defjvp
     def f_jvp(primals: Tuple[jax.Array, ...], tangents: Tuple[jax.Array, ...]) -> Tuple[jax.Array, jax.Array]:
-        if not one_bound:
+        if has_lo and has_hi:
             return _two_bounds_jvp(primals, tangents)
-        (code,) = _call(name, _constant(primals), results(primals, True), present=present, winners=True)
-
-        def pick(xs: Sequence[jax.Array]) -> jax.Array:  # the winner of each element (see _binary_op)
-            if one_bound:
-                return jnp.where(code, xs[0], xs[1])
-            v = jnp.broadcast_to(xs[0], code.shape)
-            rest = list(xs[1:])
-            if has_lo:
-                v = jnp.where(code == 1, rest.pop(0), v)
-            if has_hi:
-                v = jnp.where(code == 2, rest.pop(0), v)
-            return v
-
-        return pick(primals), pick(tangents)
+        (x_won,) = _call(name, _constant(primals), result(primals, np.bool_), present=present, winners=True)
+        # The winner's bits are the value, differentiable again (see _binary_op).
+        return jnp.where(x_won, primals[0], primals[1]), jnp.where(x_won, tangents[0], tangents[1])
 
     return f  # type: ignore[no-any-return]
 

@@ -962,9 +962,7 @@ def _clamp_fn(name: str) -> Callable[..., torch.Tensor]:
             hi = _as_bound(name, "max", max, input, min)
             if not input.requires_grad:
                 return cast(torch.Tensor, kernel(input, lo, hi))
-            if _grad_enabled() and not _transforms_active():
-                if input.dtype not in _FLOATING:
-                    _check(name, input, "input")  # raises: an integer that requires grad
+            if _grad_enabled() and not _transforms_active():  # (only floating tensors require grad)
                 return cast(torch.Tensor, lean.apply(input, lo, hi)[0])  # record
             return _elementwise_call(name, (input, lo, hi), None, value_op, winners_op, kernel, function)
         _check(name, input, "input")
