@@ -237,10 +237,15 @@ int lucid_tensor_info_get(int64_t h, lucid_tensor_info *out);
  * memory stays whatever becomes of h. */
 int lucid_tensor_view(int64_t h, lucid_tensor_info *out);
 /* The number of in-place writes into h's memory through the library so far
- * (out= of any op): every tensor sharing that memory (views, lucid_detach)
- * shares the count. A node that saved a tensor refuses to run once its
- * count changed (LUCID_ERUNTIME). */
+ * (out= of any op, and lucid_tensor_bump_version): every tensor sharing
+ * that memory (views, lucid_detach) shares the count. A node that saved a
+ * tensor refuses to run once its count changed (LUCID_ERUNTIME). */
 int lucid_tensor_version(int64_t h, int64_t *version);
+/* Counts one write into h's memory made by the host itself, outside the
+ * library (an assignment through a NumPy view of it), as out= writes are
+ * counted: a node that saved a tensor sharing that memory then refuses to
+ * run. */
+int lucid_tensor_bump_version(int64_t h);
 /* Releases a handle (tensor, node or backward run). */
 int lucid_release(int64_t h);
 /* Releases n handles in one call (all are attempted; the first error is

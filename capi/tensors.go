@@ -208,6 +208,19 @@ func lucid_tensor_version(h C.int64_t, version *C.int64_t) C.int {
 	})
 }
 
+// lucid_tensor_bump_version counts one write into h's memory that the host
+// made itself (a NumPy assignment through a view of it), as the library's
+// own in-place writes are counted, so a node that saved the tensor refuses
+// to run on the changed values.
+//
+//export lucid_tensor_bump_version
+func lucid_tensor_bump_version(h C.int64_t) C.int {
+	return onTensor(h, func(t *tensor.Tensor) error {
+		t.BumpVersion()
+		return nil
+	})
+}
+
 //export lucid_release
 func lucid_release(h C.int64_t) C.int {
 	return call(func() error { return handles.release(int64(h)) })

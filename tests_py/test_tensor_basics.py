@@ -272,3 +272,108 @@ def test_comparisons_with_lists_promote_as_the_ops_and_other_numpy_dtypes_go_to_
     i = pylucid.tensor([1, 7])
     assert (i < np.uint32(5)).tolist() == [True, False]  # a dtype pylucid lacks: NumPy compares
     assert (i == np.array([1, 2], np.uint64)).tolist() == [True, False]
+
+
+# ---- t[key] = value: NumPy's assignment rules, torch's refusals ----
+
+@pytest.mark.parametrize("key", BASIC_KEYS + ADVANCED_KEYS, ids=lambda k: repr(k)[:40])
+def test_setitem_writes_as_numpy_into_the_same_memory(key: Any) -> None:
+    rng = np.random.default_rng(1)
+    for value in (2.5, rng.standard_normal(X[key].shape), rng.standard_normal(X[key].shape[-1:])):
+        base = X.copy()
+        t = pylucid.from_numpy(base)
+        seen = t[...]  # a view made before the write sees it
+        before = t._version
+        t[key] = value
+        want = X.copy()
+        want[key] = value
+        np.testing.assert_array_equal(base, want)  # written into the array t borrows, not a copy
+        np.testing.assert_array_equal(seen.numpy(), want)
+        assert t._version == before + 1
+
+
+def test_setitem_keys_and_values_as_tensors_and_overlapping_writes() -> None:
+    t = pylucid.from_numpy(X.copy())
+    t[t > 0] = 0.0  # the PyTorch habit: a bool tensor mask
+    want = X.copy()
+    want[want > 0] = 0.0
+    np.testing.assert_array_equal(t.numpy(), want)
+    t[pylucid.tensor([1, 0]), 0] = pylucid.tensor([9.0, 8.0, 7.0, 6.0], dtype=pylucid.float64)
+    want[[1, 0], 0] = [9.0, 8.0, 7.0, 6.0]
+    np.testing.assert_array_equal(t.numpy(), want)
+    i = pylucid.arange(6)
+    i[1:] = i[:-1]  # source and target overlap: the values read before the write, as NumPy
+    assert i.tolist() == [0, 0, 1, 2, 3, 4]
+    i[::-1] = i
+    assert i.tolist() == [4, 3, 2, 1, 0, 0]
+
+
+def test_setitem_casts_to_the_tensor_dtype() -> None:
+    k = pylucid.zeros(3, dtype=pylucid.int32)
+    k[0], k[1], k[2] = 2.7, -2.7, True  # floats truncate toward zero, as NumPy and torch
+    assert k.tolist() == [2, -2, 1]
+    f = pylucid.zeros(1)
+    f[0] = 2**60 + 2**36 + 1  # a Python int rounded once to float32 (through float64 it would round twice)
+    assert f.item() == pylucid.tensor([2**60 + 2**36 + 1], dtype=pylucid.float32).item() == 2.0**60 + 2.0**37
+    b = pylucid.zeros(2, dtype=pylucid.bfloat16)
+    b[:] = pylucid.tensor([1.0 + 2**-8 + 2**-12, 3.0])  # float32 into bfloat16 rounds to nearest, as the cast
+    np.testing.assert_array_equal(b.to(pylucid.float32).numpy(),
+                                  pylucid.tensor([1.0 + 2**-8 + 2**-12, 3.0]).to(pylucid.bfloat16).to(pylucid.float32).numpy())
+    assert b.to(pylucid.float32).tolist() == [1.0078125, 3.0]
+
+
+def test_setitem_refusals_name_the_problem_and_leave_the_tensor_intact() -> None:
+    def intact(t: pylucid.Tensor, vals: list, version: int) -> None:
+        assert t.detach().tolist() == vals and t._version == version
+
+    w = pylucid.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"^a leaf Tensor that requires grad is being used in an in-place "
+                                           r"operation \(t\[\.\.\.\] = v\); write under pylucid\.no_grad\(\)"):
+        w[0] = 5.0
+    intact(w, [1.0, 2.0, 3.0], 0)
+    y = w * 2.0
+    with pytest.raises(RuntimeError, match="does not support automatic differentiation, but the tensor written "
+                                           "into requires grad"):
+        y[0] = 1.0
+    t = pylucid.zeros(3)
+    with pytest.raises(RuntimeError, match="but the value requires grad"):
+        t[:] = w
+    with pytest.raises(RuntimeError, match="forward-mode differentiation"):
+        pylucid.autograd.jvp(lambda a: a.__setitem__(0, 1.0) or a, pylucid.ones(3), pylucid.ones(3))
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers to a single "
+                                           "memory location"):
+        t[None].expand(2, 3)[0, 0] = 1.0
+    with pytest.raises(TypeError, match="can't assign a str to a pylucid Tensor"):
+        t[0] = "x"
+    with pytest.raises(TypeError, match="can't assign a complex"):
+        t[0] = 1j
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(4,\) into shape \(3,\)"):
+        t[:] = np.ones(4)
+    with pytest.raises(IndexError):
+        t[3] = 1.0
+    with pytest.raises(OverflowError, match="Python integer 300 out of bounds for int8"):
+        pylucid.zeros(2, dtype=pylucid.int8)[0] = 300
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        pylucid.from_numpy(ro)[0] = 9.0
+    np.testing.assert_array_equal(ro, [0.0, 1.0, 2.0])
+    intact(t, [0.0, 0.0, 0.0], 0)
+
+
+def test_setitem_under_no_grad_and_saved_tensors() -> None:
+    w = pylucid.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pylucid.no_grad():
+        w[1:] = 0.0  # an optimizer-style write into a leaf
+    assert w.requires_grad and w.is_leaf and w.detach().tolist() == [1.0, 0.0, 0.0]
+    (w * w).sum().backward()
+    assert w.grad.tolist() == [2.0, 0.0, 0.0]
+    b = pylucid.tensor([4.0, 5.0, 6.0])
+    y = w * b  # MulBackward saves b
+    b[0] = 7.0
+    with pytest.raises(RuntimeError, match=r"MulBackward saved \(saved tensor 1\) is at version 1; expected "
+                                           r"version 0.*t\[\.\.\.\] = v"):
+        y.sum().backward()
+    z = pylucid.zeros(0, 3)
+    z[:] = 1.0  # nothing to write: no error, no version
+    assert z._version == 0

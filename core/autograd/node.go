@@ -150,7 +150,7 @@ func (e *ModifiedError) Error() string {
 	}
 	return fmt.Sprintf("one of the variables needed for gradient computation has been modified by an inplace "+
 		"operation: the %v tensor of shape %s that %s saved (saved tensor %d) is at version %d; expected version "+
-		"%d instead. Hint: an in-place write (out=, or a method ending in _) changed it after the forward pass; "+
+		"%d instead. Hint: an in-place write (out=, t[...] = v, or a method ending in _) changed it after the forward pass; "+
 		"write into a copy instead, or make the in-place change after backward.",
 		e.Dtype, tensor.FormatShape(e.Shape), by, e.Index, e.Version, e.Expected)
 }

@@ -203,6 +203,67 @@ def getitem(t: "Tensor", key: Any) -> "Tensor":
     return out
 
 
+def setitem(t: "Tensor", key: Any, value: Any) -> None:
+    """``t[key] = value`` (docs/tensor.md): value (a Tensor, array, number or
+    nested list) broadcast and cast to t's dtype, written into t's memory
+    where ``t[key]`` reads, by NumPy's assignment rules (any key getitem
+    takes, overlap handled). Records no graph, as out= (so a graph tensor
+    or a value that requires grad is refused in grad mode); counts one
+    in-place write, so a node that saved t refuses to run afterwards. On
+    any error t is left as it was."""
+    Tensor = getattr(_convert, "Tensor")  # the class tensor.py registered
+    from ._forward import forward_levels, tangent_of
+    from ._state import is_grad_enabled
+
+    value_rg = isinstance(value, Tensor) and value.requires_grad
+    if is_grad_enabled() and (t.requires_grad or value_rg):
+        if t.requires_grad and t.is_leaf:
+            raise RuntimeError("a leaf Tensor that requires grad is being used in an in-place operation (t[...] = v); "
+                               "write under pylucid.no_grad() (as an optimizer step does)")
+        raise RuntimeError("t[...] = v does not support automatic differentiation, but %s requires grad; write under "
+                           "pylucid.no_grad() or into a tensor outside the graph"
+                           % ("the tensor written into" if t.requires_grad else "the value"))
+    if forward_levels[0] and (tangent_of(t) is not None or (isinstance(value, Tensor) and tangent_of(value) is not None)):
+        raise RuntimeError("t[...] = v does not support forward-mode differentiation, but an argument has a tangent "
+                           "(autograd.jvp)")
+    src = _assigned(value, t.dtype)
+    keys = key if isinstance(key, tuple) else (key,)
+    keys = tuple(k.numpy() if isinstance(k, Tensor) else k for k in keys)
+    arr = t.detach().numpy()
+    if not t.numel():
+        np.empty(t.shape)[keys] = np.zeros(np.shape(src))  # the errors a write would give; nothing to write
+        return
+    if any(st == 0 and n > 1 for st, n in zip(arr.strides, arr.shape)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
+                           "memory location (an expanded view); clone it before writing")
+    if not arr.flags.writeable:
+        raise ValueError("cannot write into this tensor: its memory is read-only (borrowed from a read-only array)")
+    arr[keys] = src
+    _lib.bump_version(t)
+
+
+def _assigned(value: Any, dt: Any) -> Any:
+    """value as NumPy assigns it into an array of pylucid dtype dt: a
+    Tensor's elements, a Python int exactly (range-checked for an integer
+    dtype, rounded once for a float one), other numbers and arrays as NumPy
+    converts them; strings, complex numbers and objects raise TypeError."""
+    from . import _scalars
+
+    Tensor = getattr(_convert, "Tensor")
+    if isinstance(value, Tensor):
+        return value.detach().numpy()
+    if isinstance(value, int) and not isinstance(value, bool):
+        if dt.is_floating_point:
+            return _scalars.int_to_float(value, dt)
+        if dt.name != "bool":
+            _scalars.check_int_range(value, value, dt)
+        return value
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "biuf" and arr.dtype.name != "bfloat16" or arr.dtype.kind == "c":
+        raise TypeError("can't assign a %s to a pylucid Tensor" % type(value).__name__)
+    return arr
+
+
 def compare(t: "Tensor", other: Any, ufunc: Any) -> "Tensor":
     """t <op> other in the dtype pylucid's promotion gives the pair
     (docs/dtypes.md: an int64 tensor against a float32 one compares in

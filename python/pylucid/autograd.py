@@ -382,7 +382,7 @@ def modified_message(t: Tensor, node: str, index: int, version: int, expected: i
     native nodes' message, core/autograd: ModifiedError)."""
     return ("one of the variables needed for gradient computation has been modified by an inplace operation: the "
             "%s tensor of shape %s that %s saved (saved tensor %d) is at version %d; expected version %d instead. "
-            "Hint: an in-place write (out=, or a method ending in _) changed it after the forward pass; write into "
+            "Hint: an in-place write (out=, t[...] = v, or a method ending in _) changed it after the forward pass; write into "
             "a copy instead, or make the in-place change after backward." % (t.dtype.name, t.shape, node, index,
                                                                              version, expected))
 

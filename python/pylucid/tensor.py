@@ -225,7 +225,7 @@ class Tensor(_TensorBase):
     @property
     def _version(self) -> int:
         """The number of in-place writes into this tensor's memory through
-        pylucid (out=, methods ending in _), shared by its views and
+        pylucid (out=, methods ending in _, ``t[key] = v``), shared by its views and
         detached copies; autograd nodes check it (docs/autograd.md)."""
         _lib.check_fork()
         v = ffi.new("int64_t*")
@@ -424,6 +424,11 @@ class Tensor(_TensorBase):
     # ---- indexing and shape (docs/tensor.md): views share this memory ----
     def __getitem__(self, key: Any) -> "Tensor":
         return _basics.getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``t[key] = value``: writes value (broadcast, cast to this dtype)
+        into this tensor's memory, outside any graph (docs/tensor.md)."""
+        _basics.setitem(self, key, value)
 
     def reshape(self, *shape: Any) -> "Tensor":
         """This tensor with a new shape (one dim may be -1): a view when the layout allows, else a copy."""
