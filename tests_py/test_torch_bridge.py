@@ -474,7 +474,7 @@ def test_threads():
 def test_the_bridge_broadcasts_shapes_as_torch_does() -> None:
     # pylucid.torch broadcasts plain int shapes itself (torch.broadcast_shapes
     # is ~25 us a call); the result and the errors are torch's.
-    from pylucid.torch import _broadcast
+    from pylucid._torch_ops import _broadcast
 
     rng = np.random.default_rng(0)
     for _ in range(300):
