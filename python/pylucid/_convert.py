@@ -1,5 +1,6 @@
 """The conversions between Python/NumPy values and tensors: from_numpy,
-borrow, tensor, as_tensor, the operands of ops and of backward, zeros.
+borrow, tensor, as_tensor, the operands of ops and of backward, zeros; and
+the other way, NumPy arrays over a tensor's memory (_view_array).
 (Importable from pylucid.tensor too, where they were first; this module
 is below it and learns the Tensor class from it.)"""
 
@@ -202,3 +203,40 @@ def zeros(shape: Union[int, Sequence[int]], dtype: DTypeLike = float32) -> "Tens
         if not -(2**63) <= d < 2**63:
             raise ValueError("dimension %d of shape %s does not fit in int64" % (d, dims))
     return _calls.tensor_new(as_dtype(dtype).code, dims)
+
+
+class _ArrayHolder:
+    """Exposes a tensor's memory to NumPy; the array keeps it (and so the tensor) alive."""
+
+    __slots__ = ("__array_interface__", "_tensor")
+
+    def __init__(self, t: "Tensor", iface: dict[str, Any]) -> None:
+        self.__array_interface__ = iface
+        self._tensor = t
+
+
+def _view_array(t: "Tensor", typestr: Optional[str]) -> np.ndarray:
+    """A NumPy array over t's memory (not empty); with typestr, seen as that
+    type instead (of the same item size). The array holds a view of t (a
+    handle of its own: _calls.view), so the memory stays whatever becomes of
+    the Python object t."""
+    v, data, strides, readonly = _calls.view(t)
+    isz = t._dtype.itemsize
+    iface = {
+        "version": 3,
+        "shape": v._shape,
+        "strides": tuple(s * isz for s in strides) if strides else None,
+        "typestr": typestr or t._dtype.numpy_dtype.str,
+        "descr": [("", typestr)] if typestr else t._dtype.numpy_dtype.descr,
+        "data": (data, readonly),
+    }
+    return np.asarray(_ArrayHolder(v, iface))
+
+
+def _raw_bits(t: "Tensor") -> np.ndarray:
+    """A NumPy view of t's elements as unsigned integers of its item size:
+    their raw bits (any dtype, bfloat16 without ml_dtypes)."""
+    ut = np.dtype("u%d" % t.dtype.itemsize)
+    if t.numel() == 0:
+        return np.empty(t.shape, dtype=ut)
+    return _view_array(t, ut.str)

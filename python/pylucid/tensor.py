@@ -44,16 +44,7 @@ from ._convert import (
     tensor as tensor,
     zeros as zeros,
 )
-
-
-class _ArrayHolder:
-    """Exposes a tensor's memory to NumPy; the array keeps it (and so the tensor) alive."""
-
-    __slots__ = ("__array_interface__", "_tensor")
-
-    def __init__(self, t: "Tensor", iface: dict[str, Any]) -> None:
-        self.__array_interface__ = iface
-        self._tensor = t
+from ._convert import _raw_bits, _view_array
 
 
 if TYPE_CHECKING:
@@ -789,33 +780,6 @@ if _hot is not None:
 else:
     binary = _py_binary
     setattr(Tensor, "__del__", _py_del)
-
-
-def _view_array(t: Tensor, typestr: Optional[str]) -> np.ndarray:
-    """A NumPy array over t's memory (not empty); with typestr, seen as that
-    type instead (of the same item size). The array holds a view of t (a
-    handle of its own: _calls.view), so the memory stays whatever becomes of
-    the Python object t."""
-    v, data, strides, readonly = _calls.view(t)
-    isz = t._dtype.itemsize
-    iface = {
-        "version": 3,
-        "shape": v._shape,
-        "strides": tuple(s * isz for s in strides) if strides else None,
-        "typestr": typestr or t._dtype.numpy_dtype.str,
-        "descr": [("", typestr)] if typestr else t._dtype.numpy_dtype.descr,
-        "data": (data, readonly),
-    }
-    return np.asarray(_ArrayHolder(v, iface))
-
-
-def _raw_bits(t: Tensor) -> np.ndarray:
-    """A NumPy view of t's elements as unsigned integers of its item size:
-    their raw bits (any dtype, bfloat16 without ml_dtypes)."""
-    ut = np.dtype("u%d" % t.dtype.itemsize)
-    if t.numel() == 0:
-        return np.empty(t.shape, dtype=ut)
-    return _view_array(t, ut.str)
 
 
 def _rebuild(values: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
