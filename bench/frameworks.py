@@ -98,6 +98,9 @@ def torch_rows(quick: bool) -> None:
     row("torch clamp(min=0) forward+backward, 2^%d" % (big.bit_length() - 1),
         *pair(lambda: torch.autograd.grad(pt.clamp(A, min=0.0), A, G),
               lambda: torch.autograd.grad(torch.clamp(A, min=0.0), A, G), 5), "torch.clamp", None)
+    row("torch clamp(-0.5, 0.5) forward+backward, 2^%d" % (big.bit_length() - 1),
+        *pair(lambda: torch.autograd.grad(pt.clamp(A, -0.5, 0.5), A, G),
+              lambda: torch.autograd.grad(torch.clamp(A, -0.5, 0.5), A, G), 5), "torch.clamp", None)
 
     # A small-box loss: intersection over union of 64 boxes, min/max/clamp
     # about ten times, against the same loss with torch's ops.

@@ -187,3 +187,62 @@ func TestTensorIterWithPermMatchesThePermutedView(t *testing.T) {
 		}
 	}
 }
+
+// Bool Add, Mul and Sub on bytes of any value (a NumPy bool view of uint8
+// memory can hold 2 or 255): cpu (eight bytes a word where contiguous)
+// against ref and against the rule restated, "the integer op on the bytes
+// is not zero", at every word tail length, past a segment, on strided
+// layouts and with the output aliasing an input (a winner mask ANDed in
+// place).
+func TestBoolArithMatchesRefOnAnyBytes(t *testing.T) {
+	r := newRand(seedOf("boolarith"))
+	anyByte := func(n int) []uint64 {
+		out := make([]uint64, n)
+		for i := range out {
+			if r.IntN(2) == 1 {
+				out[i] = uint64(1 + r.IntN(255))
+			}
+		}
+		return out
+	}
+	rule := map[backend.BinaryOp]func(x, y uint64) bool{
+		backend.Add: func(x, y uint64) bool { return x+y != 0 },
+		backend.Mul: func(x, y uint64) bool { return x*y != 0 },
+		backend.Sub: func(x, y uint64) bool { return x != y },
+	}
+	sizes := []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 2047, 2048, 2049, 100003}
+	rb := ref.Backend{}
+	for _, threads := range []int{1, 3} {
+		cb := cpu.New(threads)
+		for _, n := range sizes {
+			for _, la := range []layout{contiguous, permuted, negStep} {
+				shape := []int{n}
+				if la != contiguous {
+					shape = []int{3, (n + 2) / 3}
+				}
+				for op, holds := range rule {
+					a := makeTensor(t, dtype.Bool, shape, la, anyByte)
+					b := makeTensor(t, dtype.Bool, shape, contiguous, anyByte)
+					want := must(t)(tensor.Empty(dtype.Bool, shape))
+					require.NoError(t, rb.Binary(op, want, a, b))
+					ab, bb := a.Bits(), b.Bits()
+					for i, w := range want.Bits() {
+						require.Equal(t, boolBits(holds(ab[i], bb[i])), w, "ref %v at %d", op, i)
+					}
+					got := must(t)(tensor.Empty(dtype.Bool, shape))
+					require.NoError(t, cb.Binary(op, got, a, b))
+					requireBitsEqual(t, want, got, false, "%v n=%d %v threads=%d", op, n, la, threads)
+					require.NoError(t, cb.Binary(op, a, a, b)) // in place
+					requireBitsEqual(t, want, a, false, "%v in place n=%d %v threads=%d", op, n, la, threads)
+				}
+			}
+		}
+	}
+}
+
+func boolBits(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
+}

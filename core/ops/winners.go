@@ -172,9 +172,12 @@ func clampWinners(c *Context, s *spec, in []*tensor.Tensor, attrs []int64, outs 
 	if err != nil {
 		return nil, err
 	}
-	if wdt == dtype.Bool && (in[1] == nil) != (in[2] == nil) {
+	switch {
+	case wdt == dtype.Bool && (in[1] == nil) != (in[2] == nil):
 		err = clampWhoOneBound(c, who, views, in[1] != nil)
-	} else {
+	case wdt == dtype.Bool:
+		err = clampWhoBothBounds(c, who, views)
+	default:
 		err = clamper(c.Backend).ClampSelect(who, views[0], views[1], views[2], views[3], views[4], views[5])
 	}
 	if err != nil {
@@ -195,6 +198,27 @@ func clampWhoOneBound(c *Context, who *tensor.Tensor, views []*tensor.Tensor, lo
 		return selector(c.Backend).Select(backend.RuleMax, who, views[0], views[1], yes, no)
 	}
 	return selector(c.Backend).Select(backend.RuleMin, who, views[0], views[2], yes, no)
+}
+
+// clampWhoBothBounds writes where x won into the bool who for a clamp with
+// both bounds: x wins the max against lo and then, its value going on, the
+// min against hi (clampPick's two steps), so who is the AND of two passes
+// of the vectorized Select mask kernel, the Mul of two bool masks; the
+// fused ClampSelect would go element by element. views as
+// clampWhoOneBound's.
+func clampWhoBothBounds(c *Context, who *tensor.Tensor, views []*tensor.Tensor) error {
+	sel := selector(c.Backend)
+	if err := sel.Select(backend.RuleMax, who, views[0], views[1], views[3], views[4]); err != nil {
+		return err
+	}
+	underHi, err := tensor.Empty(dtype.Bool, who.ShapeRef())
+	if err != nil {
+		return err
+	}
+	if err := sel.Select(backend.RuleMin, underHi, views[0], views[2], views[3], views[4]); err != nil {
+		return err
+	}
+	return c.Backend.Binary(backend.Mul, who, who, underHi)
 }
 
 // reductionWinners is Winners of a selecting reduction: its outputs (unless

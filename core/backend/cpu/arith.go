@@ -127,7 +127,7 @@ func buildArith(op backend.BinaryOp, dt dtype.Dtype) segFunc {
 	}
 	switch dt {
 	case dtype.Bool:
-		return normaliseBool(arith[uint8](op))
+		return boolArith(op)
 	case dtype.Uint8:
 		return arith[uint8](op)
 	case dtype.Int8:
@@ -147,6 +147,55 @@ func buildArith(op backend.BinaryOp, dt dtype.Dtype) segFunc {
 		return viaFloat32(c, 2, arith[float32](op))
 	}
 	return nil
+}
+
+// boolArith is op on bools: whether the integer op on the bytes is not
+// zero, as the ref backend computes it, so Add is OR, Mul is AND and Sub
+// is "the bytes differ" (XOR on 0/1 bytes), each result 0/1. Contiguous
+// operands go eight bytes a word (a winner mask's AND at 2^22 elements: one
+// pass, not a per-byte multiply and normalise).
+func boolArith(op backend.BinaryOp) segFunc {
+	return func(s seg) {
+		i := 0
+		if s.contiguous(3, 1) {
+			o := unsafe.Slice((*uint64)(s.p[0]), s.n/8)
+			a, b := unsafe.Slice((*uint64)(s.p[1]), s.n/8), unsafe.Slice((*uint64)(s.p[2]), s.n/8)
+			switch op {
+			case backend.Add:
+				for j := range o {
+					o[j] = nonzeroBytes(a[j] | b[j])
+				}
+			case backend.Mul:
+				for j := range o {
+					o[j] = nonzeroBytes(a[j]) & nonzeroBytes(b[j])
+				}
+			default:
+				for j := range o {
+					o[j] = nonzeroBytes(a[j] ^ b[j])
+				}
+			}
+			i = len(o) * 8
+		}
+		for ; i < s.n; i++ {
+			x, y := uint64(*(*uint8)(s.at(1, i))), uint64(*(*uint8)(s.at(2, i)))
+			var r uint64
+			switch op {
+			case backend.Add:
+				r = nonzeroBytes(x | y)
+			case backend.Mul:
+				r = nonzeroBytes(x) & nonzeroBytes(y)
+			default:
+				r = nonzeroBytes(x ^ y)
+			}
+			*(*uint8)(s.at(0, i)) = uint8(r)
+		}
+	}
+}
+
+// nonzeroBytes maps each byte of w to 1 when it is not zero, else 0.
+func nonzeroBytes(w uint64) uint64 {
+	const low7, ones = 0x7f7f7f7f7f7f7f7f, 0x0101010101010101
+	return (((w & low7) + low7) | w) >> 7 & ones
 }
 
 func normaliseBool(k segFunc) segFunc {
