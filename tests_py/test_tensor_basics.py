@@ -377,3 +377,69 @@ def test_setitem_under_no_grad_and_saved_tensors() -> None:
     z = pylucid.zeros(0, 3)
     z[:] = 1.0  # nothing to write: no error, no version
     assert z._version == 0
+
+
+# Mixed int and array keys read as torch reads them: the ints first (basic
+# indices), then the arrays on what is left. NumPy would count the ints as
+# arrays and move the indexed dims to the front. The shapes are torch's
+# (torch.arange(24.).reshape(2, 3, 4)[key].shape, checked against torch in
+# test_torch_bridge.py); the values are NumPy's once the ints are applied.
+INT_AND_ARRAY_KEYS: list[Any] = [
+    ((0, slice(None), [1, 2]), (3, 2), lambda x: x[0][:, [1, 2]]),
+    (([1, 0], slice(None), 1), (2, 3), lambda x: x[:, :, 1][[1, 0], :]),
+    ((Ellipsis, 1, [0, 3]), (2, 2), lambda x: x[:, 1][..., [0, 3]]),
+    ((1, Ellipsis, [0, 3]), (3, 2), lambda x: x[1][..., [0, 3]]),
+    ((None, 0, slice(None), [1]), (1, 3, 1), lambda x: x[0][None, :, [1]]),
+    ((0, np.array([True, False, True])), (2, 4), lambda x: x[0][np.array([True, False, True])]),
+    ((1, [[0, 1], [2, 0]], slice(1, 3)), (2, 2, 2), lambda x: x[1][[[0, 1], [2, 0]], 1:3]),
+]
+
+
+@pytest.mark.parametrize("key,shape,ref", INT_AND_ARRAY_KEYS, ids=lambda k: repr(k)[:30])
+def test_ints_index_before_arrays_as_in_torch(key: Any, shape: tuple, ref: Any) -> None:
+    t = leaf()
+    y = t[key]
+    assert y.shape == shape
+    np.testing.assert_array_equal(y.detach().numpy(), ref(X))
+    assert gradcheck(lambda a: a[key], (leaf(),))
+    base = X.copy()
+    w = pylucid.from_numpy(base)
+    w[key] = -1.0
+    want = X.copy()
+    want[np.isin(np.arange(24).reshape(X.shape), ref(np.arange(24).reshape(X.shape)))] = -1.0
+    np.testing.assert_array_equal(base, want)  # t[key] = v writes exactly where t[key] reads
+
+
+def test_integer_dtypes_refuse_values_they_cannot_hold() -> None:
+    """A NaN, an infinity or an out-of-range value never becomes a wrapped or
+    undefined integer (NumPy's cast gives INT_MIN or wraps, with at most a
+    RuntimeWarning; torch raises for Python numbers)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no NumPy cast warning on the way
+        with pytest.raises(OverflowError, match=r"^value 10000000000\.0 is out of range for int32$"):
+            pylucid.tensor([1e10], dtype=pylucid.int32)
+        with pytest.raises(OverflowError, match=r"^value 9\.223372036854776e\+18 is out of range for int64$"):
+            pylucid.tensor(np.array([2.0**63]), dtype=pylucid.int64)
+        assert pylucid.tensor(np.array([2.0**63 - 1024]), dtype=pylucid.int64).item() == 2**63 - 1024
+        with pytest.raises(ValueError, match=r"^cannot convert float nan to integer dtype int64$"):
+            pylucid.tensor([float("nan")], dtype=pylucid.int64)
+        with pytest.raises(OverflowError, match=r"^value -2\.7 is out of range for uint8$"):
+            pylucid.tensor([-2.7, 1.0], dtype=pylucid.uint8)
+        assert pylucid.tensor([-0.5, 255.9], dtype=pylucid.uint8).tolist() == [0, 255]  # truncation fits
+        with pytest.raises(OverflowError, match=r"^value 300 is out of range for uint8$"):
+            pylucid.full((2,), 300, dtype=pylucid.uint8)
+        with pytest.raises(OverflowError, match=r"^value -1 is out of range for uint8$"):
+            pylucid.full((2,), -1, dtype=pylucid.uint8)
+        with pytest.raises(OverflowError, match="out of range for int32"):
+            pylucid.full((2,), 1e10, dtype=pylucid.int32)
+        with pytest.raises(OverflowError, match=r"^value 299 is out of range for int8$"):
+            pylucid.arange(300, dtype=pylucid.int8)
+        x = pylucid.tensor([1, 2, 3], dtype=pylucid.int32)
+        for value, err in ((float("nan"), ValueError), (1e10, OverflowError), (np.array([1.0, np.inf, 2.0]), ValueError),
+                           (pylucid.tensor([1.0, 2.0, 3e10]), OverflowError), (-2**31 - 1, OverflowError)):
+            with pytest.raises(err):
+                x[:] = value
+            assert x.tolist() == [1, 2, 3] and x._version == 0
+        b = pylucid.zeros(2, dtype=pylucid.bool)
+        b[:] = np.array([np.nan, 0.0])  # any float is a bool: nonzero (NaN too) is True, as in NumPy and torch
+        assert b.tolist() == [True, False]

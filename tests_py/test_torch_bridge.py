@@ -7,6 +7,8 @@ gradcheck and gradgradcheck pass; nothing is copied either way."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -561,3 +563,48 @@ def test_binary_gradient_when_one_operand_requires_grad_follows_the_rule(name, s
     ref = [g for g, t in zip((la.grad, lb.grad), (ta, tb)) if t.requires_grad]
     for g, r in zip(got, ref):
         np.testing.assert_array_equal(g.numpy(), r.numpy())
+
+
+def test_tensor_indexing_with_ints_and_arrays_matches_torch() -> None:
+    """pylucid.Tensor's indexing (not the bridge) follows torch where NumPy
+    differs: ints index before arrays (docs/tensor.md). Random keys of ints,
+    slices, int lists, bool masks, None and ..., read and written, against
+    torch on the same data."""
+    rng = np.random.default_rng(7)
+    x = np.arange(60.0).reshape(3, 4, 5)
+
+    def part(d: int) -> Any:
+        n = x.shape[d]
+        kind = rng.integers(4)
+        if kind == 0:
+            return int(rng.integers(-n, n))
+        if kind == 1:
+            return slice(int(rng.integers(0, n)), None, int(rng.choice([1, 2])))
+        if kind == 2:
+            return [int(i) for i in rng.integers(-n, n, size=int(rng.integers(1, 3)))]
+        return rng.random(n) > 0.4
+
+    checked = 0
+    for _ in range(300):
+        key: list = [part(d) for d in range(3)]
+        if rng.integers(3) == 0:
+            key.insert(int(rng.integers(0, 4)), None)
+        if rng.integers(3) == 0:
+            key[int(rng.integers(0, len(key)))] = Ellipsis
+        k = tuple(key)
+        tk = tuple(torch.tensor(v) if isinstance(v, (list, np.ndarray)) else v for v in k)
+        try:
+            want = torch.from_numpy(x)[tk]
+        except (IndexError, RuntimeError):  # e.g. masks and lists that do not broadcast
+            with pytest.raises(IndexError):
+                pylucid.tensor(x)[k]
+            continue
+        got = pylucid.tensor(x)[k]
+        assert got.shape == tuple(want.shape), k
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        t, tt = pylucid.tensor(x), torch.from_numpy(x.copy())
+        t[k] = -1.0
+        tt[tk] = -1.0
+        np.testing.assert_array_equal(t.numpy(), tt.numpy())
+        checked += 1
+    assert checked > 150

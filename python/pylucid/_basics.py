@@ -11,13 +11,13 @@ and record no graph.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import operator
 
 import numpy as np
 
-from . import _convert, _lib
+from . import _convert, _lib, _scalars
 from ._calls import call1
 
 if TYPE_CHECKING:
@@ -162,13 +162,41 @@ def _is_basic(k: Any) -> bool:
             or (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))))
 
 
+def _ints_first(ndim: int, keys: Tuple[Any, ...]) -> Tuple[Tuple[Any, ...], Tuple[Any, ...]]:
+    """An advanced key as torch reads it: its ints index first, as basic
+    indices, and the rest (slices, None, ..., arrays) then indexes what is
+    left by NumPy's rules. NumPy instead counts an int next to an array as
+    one more array, which moves the indexed dims to the front:
+    ``x[0, :, [1, 2]]`` of a (2, 3, 4) x is (3, 2) in torch and here, (2, 3)
+    in NumPy. Returns (the ints' key, the rest's key), each for NumPy."""
+    def width(k: Any) -> int:  # the dims k consumes
+        if k is None or k is Ellipsis or isinstance(k, (bool, np.bool_)):
+            return 0
+        if isinstance(k, (np.ndarray, list)) and np.asarray(k).dtype == np.bool_:
+            return int(np.asarray(k).ndim)  # a mask spans its own dims (a 0-d one none, as True)
+        return 1
+
+    if sum(k is Ellipsis for k in keys) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    spread = max(ndim - sum(width(k) for k in keys), 0)  # the dims ... stands for (or the trailing ones)
+    ints: List[Any] = []
+    rest: List[Any] = []
+    for k in keys:
+        if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            ints.append(k)
+        else:
+            ints.extend([slice(None)] * (spread if k is Ellipsis else width(k)))
+            rest.append(k)
+    return tuple(ints), tuple(rest)
+
+
 def getitem(t: "Tensor", key: Any) -> "Tensor":
     Tensor, from_numpy = getattr(_convert, "Tensor"), _convert.from_numpy  # the class tensor.py registered
 
     keys = key if isinstance(key, tuple) else (key,)
     if not all(_is_basic(k) for k in keys):
-        np_keys = tuple(k.numpy() if isinstance(k, Tensor) else k for k in keys)
-        pos = np.arange(t.numel(), dtype=np.int64).reshape(t.shape)[np_keys]
+        ints, rest = _ints_first(t.ndim, tuple(k.numpy() if isinstance(k, Tensor) else k for k in keys))
+        pos = np.arange(t.numel(), dtype=np.int64).reshape(t.shape)[ints][rest]
         return call1(TAKE, (t, from_numpy(np.asarray(pos, order="C"))))  # type: ignore[no-any-return]
     if sum(k is Ellipsis for k in keys) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -229,16 +257,25 @@ def setitem(t: "Tensor", key: Any, value: Any) -> None:
     src = _assigned(value, t.dtype)
     keys = key if isinstance(key, tuple) else (key,)
     keys = tuple(k.numpy() if isinstance(k, Tensor) else k for k in keys)
+    advanced = not all(_is_basic(k) for k in keys)
+    ints, rest = _ints_first(t.ndim, keys) if advanced else (keys, ())
+
+    def write(arr: np.ndarray, src: Any) -> None:
+        if advanced:
+            arr[ints][rest] = src  # arr[ints] is a view: the write reaches arr
+        else:
+            arr[keys] = src
+
     arr = t.detach().numpy()
     if not t.numel():
-        np.empty(t.shape)[keys] = np.zeros(np.shape(src))  # the errors a write would give; nothing to write
+        write(np.empty(t.shape), np.zeros(np.shape(src)))  # the errors a write would give; nothing to write
         return
     if any(st == 0 and n > 1 for st, n in zip(arr.strides, arr.shape)):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
                            "memory location (an expanded view); clone it before writing")
     if not arr.flags.writeable:
         raise ValueError("cannot write into this tensor: its memory is read-only (borrowed from a read-only array)")
-    arr[keys] = src
+    write(arr, src)
     _lib.bump_version(t)
 
 
@@ -247,20 +284,17 @@ def _assigned(value: Any, dt: Any) -> Any:
     Tensor's elements, a Python int exactly (range-checked for an integer
     dtype, rounded once for a float one), other numbers and arrays as NumPy
     converts them; strings, complex numbers and objects raise TypeError."""
-    from . import _scalars
-
     Tensor = getattr(_convert, "Tensor")
-    if isinstance(value, Tensor):
-        return value.detach().numpy()
     if isinstance(value, int) and not isinstance(value, bool):
         if dt.is_floating_point:
             return _scalars.int_to_float(value, dt)
         if dt.name != "bool":
             _scalars.check_int_range(value, value, dt)
         return value
-    arr = np.asarray(value)
+    arr = value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)
     if arr.dtype.kind not in "biuf" and arr.dtype.name != "bfloat16" or arr.dtype.kind == "c":
         raise TypeError("can't assign a %s to a pylucid Tensor" % type(value).__name__)
+    _scalars.check_fits(arr, dt)  # a NaN or 1e10 into int32 raises, never writes a wrapped number
     return arr
 
 
@@ -343,6 +377,7 @@ def _make(values: np.ndarray, dtype: Any, requires_grad: bool) -> "Tensor":
     if dt is bfloat16:  # NumPy makes float32; the core rounds (no ml_dtypes needed)
         out = from_numpy(np.asarray(values, dtype=np.float32, order="C")).to(bfloat16)
     elif dt is not None:
+        _scalars.check_fits(values, dt)  # full(2, 300, dtype=uint8) raises, as tensor([300, 300], ...) does
         out = from_numpy(np.asarray(values, dtype=dt.numpy_dtype, order="C"))
     else:
         if values.dtype == np.float64:

@@ -155,6 +155,7 @@ def tensor(data: Any, dtype: Optional[DTypeLike] = None, requires_grad: bool = F
             out = from_numpy(np.array(arr, order="C")).to(want)
         else:
             if want is not None:
+                _scalars.check_fits(arr, want)  # no NaN, infinity or wrapped value into an integer dtype
                 arr = arr.astype(want.numpy_dtype)
             out = from_numpy(np.array(arr, order="C"))  # a private copy; keeps 0-d shapes
     if requires_grad:

@@ -80,6 +80,35 @@ def check_int_range(lo_value: int, hi_value: int, d: dtype) -> None:
             raise OverflowError("Python integer %d out of bounds for %s" % (v, d.name))
 
 
+def check_fits(values: Any, d: dtype) -> None:
+    """Refuses values (an array, or anything NumPy makes one of) that an
+    integer dtype d cannot hold, before they are converted to it: a NaN or
+    infinity raises ValueError, a value out of d's range (a float's part
+    before the point, as the conversion truncates) OverflowError, instead
+    of the wrapped or undefined number NumPy's cast would give. Bool and
+    float dtypes hold anything."""
+    if d.is_floating_point or d.name == "bool":
+        return
+    a = np.asarray(values)
+    if not a.size or a.dtype.kind not in "iuf" and a.dtype.name != "bfloat16":
+        return
+    info = np.iinfo(d.numpy_dtype)
+    if a.dtype.kind in "iu":
+        lo_i, hi_i = int(a.min()), int(a.max())
+        if lo_i < info.min or hi_i > info.max:
+            raise OverflowError("value %d is out of range for %s" % (lo_i if lo_i < info.min else hi_i, d.name))
+        return
+    f = a.astype(np.float64)
+    finite = np.isfinite(f)
+    if not finite.all():
+        raise ValueError("cannot convert float %r to integer dtype %s" % (float(f[~finite].flat[0]), d.name))
+    t = np.trunc(f)
+    lo, hi = float(t.min()), float(t.max())
+    if lo < info.min or hi >= float(info.max + 1):  # info.min and info.max + 1 are powers of 2: exact in float64
+        bad = float(f.flat[int(np.argmin(t) if lo < info.min else np.argmax(t))])
+        raise OverflowError("value %r is out of range for %s" % (bad, d.name))
+
+
 def exact_array(data: Any, want: Optional[dtype]) -> Tuple[np.ndarray, dtype]:
     """The Python numbers in ``data`` (nested lists) as an array to convert
     to the returned dtype, each Python int converted exactly: for a float
