@@ -246,3 +246,34 @@ func boolBits(v bool) uint64 {
 	}
 	return 0
 }
+
+// Bool arithmetic on contiguous views at every byte offset (the word path
+// reads unaligned words) and lengths around a word, cpu against ref; under
+// -race, checkptr also checks the kernel makes no pointer past a storage.
+func TestBoolArithAtEveryOffset(t *testing.T) {
+	r := newRand(seedOf("boolarith offsets"))
+	for _, n := range []int{1, 3, 7, 8, 9, 17, 100, 2049, 70001} {
+		for off := 0; off < 9; off++ {
+			bits, bits2 := make([]uint64, n+16), make([]uint64, n+16)
+			for i := range bits {
+				bits[i] = uint64(r.IntN(3)) * uint64(r.IntN(200))
+				bits2[i] = uint64(r.IntN(2)) * uint64(r.IntN(256))
+			}
+			A := must(t)(tensor.FromBits(dtype.Bool, []int{n + 16}, bits))
+			B := must(t)(tensor.FromBits(dtype.Bool, []int{n + 16}, bits2))
+			a := must(t)(tensor.NewView(A.Storage(), dtype.Bool, []int{n}, []int{1}, off))
+			b := must(t)(tensor.NewView(B.Storage(), dtype.Bool, []int{n}, []int{1}, (off*3)%7))
+			for _, op := range []backend.BinaryOp{backend.Add, backend.Mul, backend.Sub} {
+				want := must(t)(tensor.Empty(dtype.Bool, []int{n}))
+				require.NoError(t, ref.Backend{}.Binary(op, want, a, b))
+				O := must(t)(tensor.Empty(dtype.Bool, []int{n + 16}))
+				o := must(t)(tensor.NewView(O.Storage(), dtype.Bool, []int{n}, []int{1}, (off*5)%9))
+				require.NoError(t, cpu.New(3).Binary(op, o, a, b))
+				requireBitsEqual(t, want, o, false, "op %v n %d off %d", op, n, off)
+				exact := must(t)(tensor.New(dtype.Bool, []int{n})) // a storage of exactly n bytes
+				require.NoError(t, cpu.Default.Binary(op, exact, a, b))
+				requireBitsEqual(t, want, exact, false, "op %v n %d off %d (exact storage)", op, n, off)
+			}
+		}
+	}
+}

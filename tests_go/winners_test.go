@@ -331,3 +331,34 @@ func TestWinnersOnlyMatchesWinners(t *testing.T) {
 	_, err = ops.WinnersOnly(nil, opID("add"), ts(a, b), nil, nil)
 	require.ErrorContains(t, err, "no winners")
 }
+
+// A bool clamp's winners written into one of its own operands (out=x, lo
+// or hi, as lucid_op_lent may be given) are those written into fresh
+// memory: the two-bound mask's passes read each operand before they write
+// the element.
+func TestWinnersClampIntoAnOperand(t *testing.T) {
+	r := newRand(seedOf("clamp winners alias"))
+	n := 1000
+	gen := func() *tensor.Tensor {
+		bits := make([]uint64, n)
+		for i := range bits {
+			bits[i] = uint64(r.IntN(2))
+		}
+		return must(t)(tensor.FromBits(dtype.Bool, []int{n}, bits))
+	}
+	for trial := 0; trial < 3; trial++ {
+		x, lo, hi := gen(), gen(), gen()
+		fresh := must(t)(tensor.Empty(dtype.Bool, []int{n}))
+		_, err := ops.WinnersOnly(nil, opID("clamp"), ts(x, lo, hi), nil, fresh)
+		require.NoError(t, err)
+		for which := 0; which < 3; which++ {
+			in := []*tensor.Tensor{x, lo, hi}
+			for i := range in {
+				in[i] = must(t)(tensor.FromBits(dtype.Bool, []int{n}, in[i].Bits())) // private copies
+			}
+			_, err := ops.WinnersOnly(nil, opID("clamp"), in, nil, in[which])
+			require.NoError(t, err)
+			requireBitsEqual(t, fresh, in[which], false, "winners into operand %d", which)
+		}
+	}
+}

@@ -7,6 +7,7 @@ steps, None, Ellipsis in the middle, mixed basic and advanced keys."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -443,3 +444,90 @@ def test_integer_dtypes_refuse_values_they_cannot_hold() -> None:
         b = pylucid.zeros(2, dtype=pylucid.bool)
         b[:] = np.array([np.nan, 0.0])  # any float is a bool: nonzero (NaN too) is True, as in NumPy and torch
         assert b.tolist() == [True, False]
+
+
+def test_setitem_casts_before_writing_and_counts_every_write() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no NumPy cast warning can stop a write half-way
+        w = pylucid.ones(4, requires_grad=True)
+        x = pylucid.tensor([1.0, 2.0, 3.0, 4.0])
+        y = (w * x).sum()  # MulBackward saves x
+        x[:] = np.array([1e300, 2.0, 3.0, 4.0])  # past float32: +inf, silently, as pylucid's conversions round
+        assert x.tolist() == [math.inf, 2.0, 3.0, 4.0] and x._version == 1
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
+    t = pylucid.zeros(2, 2)
+    t[0, 1] = pylucid.tensor([5.0])  # leading size-1 dims past the target's are dropped, as torch does
+    t[1] = pylucid.tensor([[7.0, 8.0]])
+    t[1, 0] = [[[9.0]]]
+    assert t.tolist() == [[0.0, 5.0], [9.0, 8.0]]
+    with pytest.raises(ValueError):  # two values into one element
+        t[0, 1] = pylucid.tensor([5.0, 6.0])
+    assert t.tolist() == [[0.0, 5.0], [9.0, 8.0]]
+
+
+def test_setitem_interrupted_by_ctrl_c_still_counts_its_write() -> None:
+    """A SIGALRM raising KeyboardInterrupt lands during or right after big
+    writes (NumPy's copy does not check signals, so it is raised once the
+    write is done): whenever the values changed, the version did too, so a
+    node that saved the tensor cannot run on them unnoticed."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    x = pylucid.zeros(1 << 23)
+    values = (np.full(1 << 23, 1.0, np.float32), np.full(1 << 23, 2.0, np.float32))
+    old = signal.signal(signal.SIGALRM, interrupt)
+    landed = 0
+    try:
+        for k in range(1, 21):
+            before, first = x._version, x[0].item()
+            signal.setitimer(signal.ITIMER_REAL, 0.0005 * (k % 5 + 1))
+            try:
+                x[:] = values[k % 2]
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            except KeyboardInterrupt:
+                landed += 1
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            if x[0].item() != first or x[-1].item() != first:
+                assert x._version == before + 1, k
+            else:
+                assert x._version in (before, before + 1), k
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    print("interrupts that landed: %d of 20" % landed)
+
+
+def test_arguments_are_checked_as_torch_checks_them() -> None:
+    t = pylucid.tensor([[1.0, 2.0], [3.0, 4.0]])
+    cases = [
+        (lambda: pylucid.rand(3, dtype=pylucid.int64), r"rand\(\): dtype must be a floating dtype, got int64"),
+        (lambda: pylucid.randn(2, dtype=pylucid.bool), r"randn\(\): dtype must be a floating dtype, got bool"),
+        (lambda: pylucid.full((2,), None), r"full\(\): fill_value must be a number \(bool, int or float\), not NoneType"),
+        (lambda: pylucid.full((2,), "x"), "not str"),
+        (lambda: pylucid.randn(2, generator=5), r"randn\(\): generator must be a pylucid.Generator, not int"),
+        (lambda: pylucid.zeros_like([1, 2]), r"zeros_like\(\): argument 'input' must be a Tensor, not list"),
+        (lambda: pylucid.rand_like(np.ones(2)), r"rand_like\(\): argument 'input' must be a Tensor, not ndarray"),
+        (lambda: pylucid.arange("x"), r"arange\(\): start must be a number, not str"),
+        (lambda: pylucid.linspace(0, 1, 2.5), r"linspace\(\): steps must be an int, not float"),
+        (lambda: pylucid.linspace(0, 1, True), "not bool"),
+        (lambda: ops.argmax(t, True), r"argmax\(\): dim must be an integer or None, got bool"),
+        (lambda: t.sum(dim=True), "dim must be an int or a sequence of ints, not bool"),
+        (lambda: ops.amin(t, [0, True]), "not bool"),
+        (lambda: ops.amin(t, None, "yes"), "keepdim must be a bool, not str"),
+        (lambda: t.sum(keepdim=None), "keepdim must be a bool, not NoneType"),
+        (lambda: t.requires_grad_("yes"), r"requires_grad_\(\): requires_grad must be a bool, not str"),
+    ]
+    for call, message in cases:
+        with pytest.raises(TypeError, match=message):
+            call()
+    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 5\)"):
+        t.size(5)
+    assert t.size(-2) == 2 and ops.amax(t, None, 1).shape == (1, 1) and t.amax(keepdim=np.True_).shape == (1, 1)
+    g = pylucid.Generator().manual_seed(3)
+    r = pylucid.randn_like(t, generator=g, dtype=pylucid.float64)
+    assert r.dtype is pylucid.float64 and r.shape == (2, 2)
+    np.testing.assert_array_equal(r.numpy(), pylucid.randn(2, 2, generator=pylucid.Generator().manual_seed(3),
+                                                           dtype=pylucid.float64).numpy())

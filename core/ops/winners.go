@@ -208,17 +208,21 @@ func clampWhoOneBound(c *Context, who *tensor.Tensor, views []*tensor.Tensor, lo
 // clampWhoOneBound's.
 func clampWhoBothBounds(c *Context, who *tensor.Tensor, views []*tensor.Tensor) error {
 	sel := selector(c.Backend)
-	if err := sel.Select(backend.RuleMax, who, views[0], views[1], views[3], views[4]); err != nil {
-		return err
-	}
-	underHi, err := tensor.Empty(dtype.Bool, who.ShapeRef())
+	overLo, err := tensor.Empty(dtype.Bool, who.ShapeRef())
 	if err != nil {
 		return err
 	}
-	if err := sel.Select(backend.RuleMin, underHi, views[0], views[2], views[3], views[4]); err != nil {
+	// The first pass goes to scratch and who is written by the last two
+	// only, each reading the operands at the element it writes: so who may
+	// be one of the operands (a bool clamp given out=x), as with the fused
+	// kernel.
+	if err := sel.Select(backend.RuleMax, overLo, views[0], views[1], views[3], views[4]); err != nil {
 		return err
 	}
-	return c.Backend.Binary(backend.Mul, who, who, underHi)
+	if err := sel.Select(backend.RuleMin, who, views[0], views[2], views[3], views[4]); err != nil {
+		return err
+	}
+	return c.Backend.Binary(backend.Mul, who, who, overLo)
 }
 
 // reductionWinners is Winners of a selecting reduction: its outputs (unless

@@ -764,10 +764,11 @@ PyObject *hot_reduce_all(PyObject *mod, PyObject *args) {
         return NULL;
     }
     PyObject *op = PyTuple_GetItem(args, 0), *a = PyTuple_GetItem(args, 1), *keep = PyTuple_GetItem(args, 2);
-    if (forked || forward_levels || !is_tensor(a)) {
+    if (forked || forward_levels || !is_tensor(a) || (keep != Py_True && keep != Py_False)) {
+        /* (a keepdim other than a bool: the Python path checks it) */
         return PyObject_CallFunctionObjArgs(fallback_reduce, op, a, Py_None, keep, NULL);
     }
-    int keepdim = PyObject_IsTrue(keep);
+    int keepdim = keep == Py_True;
     int32_t code, mode;
     if (keepdim < 0 || op_code(op, &code) < 0 || check_kind(code, OP_REDUCTION, "reduction") < 0 ||
         current_mode(&mode) < 0) {

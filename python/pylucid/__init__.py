@@ -35,7 +35,7 @@ from .dtypes import (
 )
 from .tensor import Node, Tensor, from_numpy, tensor
 from ._basics import (Generator, arange, empty, empty_like, full, full_like, linspace, manual_seed, ones, ones_like,
-                      rand, randn, zeros, zeros_like)
+                      rand, rand_like, randn, randn_like, zeros, zeros_like)
 from . import dlpack
 from .dlpack import from_dlpack
 
@@ -147,6 +147,8 @@ __all__ = [
     "empty_like",
     "rand",
     "randn",
+    "rand_like",
+    "randn_like",
     "Generator",
     "manual_seed",
     "ops",

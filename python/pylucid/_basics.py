@@ -18,6 +18,7 @@ import operator
 import numpy as np
 
 from . import _convert, _lib, _scalars
+from ._lib import lib
 from ._calls import call1
 
 if TYPE_CHECKING:
@@ -260,23 +261,39 @@ def setitem(t: "Tensor", key: Any, value: Any) -> None:
     advanced = not all(_is_basic(k) for k in keys)
     ints, rest = _ints_first(t.ndim, keys) if advanced else (keys, ())
 
-    def write(arr: np.ndarray, src: Any) -> None:
-        if advanced:
-            arr[ints][rest] = src  # arr[ints] is a view: the write reaches arr
-        else:
-            arr[keys] = src
-
     arr = t.detach().numpy()
+    with np.errstate(all="ignore"):  # cast first, so no warning (an error under -W error) comes mid-write; floats
+        src = np.asarray(src).astype(arr.dtype, copy=False)  # round to ±inf silently (docs/dtypes.md)
+    if src.ndim and src.shape[0] == 1:  # leading size-1 dims past the target's are dropped, as torch does
+        shape = np.shape(arr[ints][rest] if advanced else arr[keys])  # (NumPy refuses [5.] into one element)
+        while src.ndim > len(shape) and src.shape[0] == 1:
+            src = src.reshape(src.shape[1:])
     if not t.numel():
-        write(np.empty(t.shape), np.zeros(np.shape(src)))  # the errors a write would give; nothing to write
+        target = np.empty(t.shape)  # the errors a write would give; nothing to write
+        if advanced:
+            target[ints][rest] = src
+        else:
+            target[keys] = src
         return
     if any(st == 0 and n > 1 for st, n in zip(arr.strides, arr.shape)):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
                            "memory location (an expanded view); clone it before writing")
     if not arr.flags.writeable:
         raise ValueError("cannot write into this tensor: its memory is read-only (borrowed from a read-only array)")
-    write(arr, src)
-    _lib.bump_version(t)
+    h, refused = t._h, False
+    try:
+        if advanced:
+            arr[ints][rest] = src  # arr[ints] is a view: the write reaches arr
+        else:
+            arr[keys] = src
+    except (IndexError, ValueError, TypeError):
+        refused = True  # NumPy checks keys and shapes before it writes an element
+        raise
+    finally:
+        if not refused:  # written, or interrupted (Ctrl-C) during or after the write: it counts
+            rc = lib.lucid_tensor_bump_version(h)  # a C call: no signal handler runs before it
+    if rc:
+        _lib.raise_status(rc)
 
 
 def _assigned(value: Any, dt: Any) -> Any:
@@ -400,6 +417,8 @@ def full(size: Any, fill_value: Union[bool, int, float], *, dtype: Any = None, r
     """A new tensor of ``size`` filled with ``fill_value`` (its dtype follows
     the value, as torch: bool, int64 or the default float, unless given)."""
     shape = sizes(size if isinstance(size, tuple) else (size,))
+    if not isinstance(fill_value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        raise TypeError("full(): fill_value must be a number (bool, int or float), not %s" % type(fill_value).__name__)
     if dtype is None:
         from .dtypes import bool_, float32, int64
         dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
@@ -436,6 +455,9 @@ def arange(start: Union[int, float], end: Optional[Union[int, float]] = None, st
            dtype: Any = None, requires_grad: bool = False) -> "Tensor":
     """``[start, end)`` in steps of ``step``: int64 when every argument is an
     integer, else the default float."""
+    for what, v in (("start", start), ("end", end), ("step", step)):
+        if v is not None and (isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating))):
+            raise TypeError("arange(): %s must be a number, not %s" % (what, type(v).__name__))
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -450,12 +472,17 @@ def arange(start: Union[int, float], end: Optional[Union[int, float]] = None, st
 
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
     """``steps`` values evenly spaced from ``start`` to ``end`` inclusive."""
+    if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, (int, np.integer)):
+        raise TypeError("linspace(): steps must be an int, not %s" % type(steps).__name__)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     return _make(np.linspace(start, end, int(steps)), _default(dtype), requires_grad)
 
 
-def _like(t: "Tensor", dtype: Any) -> Tuple[Tuple[int, ...], Any]:
+def _like(t: "Tensor", dtype: Any, name: str = "zeros_like") -> Tuple[Tuple[int, ...], Any]:
+    Tensor = getattr(_convert, "Tensor")
+    if not isinstance(t, Tensor):
+        raise TypeError("%s(): argument 'input' must be a Tensor, not %s" % (name, type(t).__name__))
     return t.shape, t.dtype if dtype is None else dtype
 
 
@@ -467,32 +494,58 @@ def zeros_like(t: "Tensor", *, dtype: Any = None, requires_grad: bool = False) -
 
 def ones_like(t: "Tensor", *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
     """A new tensor of ones with ``t``'s shape (and its dtype unless ``dtype``)."""
-    shape, dt = _like(t, dtype)
+    shape, dt = _like(t, dtype, "ones_like")
     return ones(shape, dtype=dt, requires_grad=requires_grad)
 
 
 def empty_like(t: "Tensor", *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
     """A new tensor with ``t``'s shape (and its dtype unless ``dtype``), values unspecified (here: zeros)."""
-    shape, dt = _like(t, dtype)
+    shape, dt = _like(t, dtype, "empty_like")
     return empty(shape, dtype=dt, requires_grad=requires_grad)
 
 
 def full_like(t: "Tensor", fill_value: Union[bool, int, float], *, dtype: Any = None,
               requires_grad: bool = False) -> "Tensor":
     """A new tensor of ``fill_value`` with ``t``'s shape (and its dtype unless ``dtype``)."""
-    shape, dt = _like(t, dtype)
+    shape, dt = _like(t, dtype, "full_like")
     return full(shape, fill_value, dtype=dt, requires_grad=requires_grad)
+
+
+def _random(name: str, draw: str, shape: Tuple[int, ...], generator: Optional[Generator], dtype: Any,
+            requires_grad: bool) -> "Tensor":
+    """rand/randn: shape's numbers from generator's draw, in a floating dtype."""
+    from .dtypes import as_dtype
+
+    if generator is not None and not isinstance(generator, Generator):
+        raise TypeError("%s(): generator must be a pylucid.Generator, not %s" % (name, type(generator).__name__))
+    dt = as_dtype(_default(dtype))
+    if not dt.is_floating_point:
+        raise TypeError("%s(): dtype must be a floating dtype, got %s" % (name, dt.name))
+    g = generator or default_generator
+    return _make(getattr(g._rng, draw)(shape), dt, requires_grad)
 
 
 def rand(*size: Any, generator: Optional[Generator] = None, dtype: Any = None,
          requires_grad: bool = False) -> "Tensor":
     """Uniform numbers in [0, 1) from ``generator`` (the default one unless given)."""
-    g = generator or default_generator
-    return _make(g._rng.random(sizes(size)), _default(dtype), requires_grad)
+    return _random("rand", "random", sizes(size), generator, dtype, requires_grad)
 
 
 def randn(*size: Any, generator: Optional[Generator] = None, dtype: Any = None,
           requires_grad: bool = False) -> "Tensor":
     """Standard normal numbers from ``generator`` (the default one unless given)."""
-    g = generator or default_generator
-    return _make(g._rng.standard_normal(sizes(size)), _default(dtype), requires_grad)
+    return _random("randn", "standard_normal", sizes(size), generator, dtype, requires_grad)
+
+
+def rand_like(t: "Tensor", *, generator: Optional[Generator] = None, dtype: Any = None,
+              requires_grad: bool = False) -> "Tensor":
+    """:func:`rand` with ``t``'s shape (and its dtype unless ``dtype``)."""
+    shape, dt = _like(t, dtype, "rand_like")
+    return _random("rand_like", "random", shape, generator, dt, requires_grad)
+
+
+def randn_like(t: "Tensor", *, generator: Optional[Generator] = None, dtype: Any = None,
+               requires_grad: bool = False) -> "Tensor":
+    """:func:`randn` with ``t``'s shape (and its dtype unless ``dtype``)."""
+    shape, dt = _like(t, dtype, "randn_like")
+    return _random("randn_like", "standard_normal", shape, generator, dt, requires_grad)

@@ -162,14 +162,6 @@ def error_message() -> str:
     return str(ffi.string(buf).decode("utf-8", "replace"))
 
 
-def bump_version(t: Any) -> None:
-    """Counts one write into t's memory made outside the core (a NumPy
-    assignment through its view), as the core counts out= writes."""
-    rc = lib.lucid_tensor_bump_version(t._h)
-    if rc:
-        raise_status(rc)
-
-
 def raise_status(rc: int) -> NoReturn:
     """Raises the exception for a non-zero status of the last call on this thread."""
     raise _EXCEPTIONS.get(rc, RuntimeError)(error_message())

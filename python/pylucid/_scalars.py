@@ -144,10 +144,21 @@ def exact_array(data: Any, want: Optional[dtype]) -> Tuple[np.ndarray, dtype]:
     return np.array(ints, dtype=target.numpy_dtype).reshape(obj.shape), target
 
 
+def flag(value: Any, what: str) -> bool:
+    """A bool argument (keepdim, requires_grad): a bool, NumPy bool or the
+    int 0 or 1; anything else raises TypeError rather than being read by
+    its truth (``keepdim="no"`` is not True)."""
+    if isinstance(value, (bool, np.bool_)) or (type(value) is int and value in (0, 1)):
+        return bool(value)
+    raise TypeError("%s must be a bool, not %s" % (what, type(value).__name__))
+
+
 def index_list(value: Any, what: str) -> List[int]:
     """``value`` as a list of ints: one integer (anything ``operator.index``
-    accepts) or a sequence of them. Floats and other non-integers raise
-    TypeError, as in NumPy."""
+    accepts) or a sequence of them. Floats, bools and other non-integers
+    raise TypeError, as in NumPy and torch (``sum(dim=True)`` is no dim 1)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError("%s must be an int or a sequence of ints, not bool" % what)
     try:
         return [operator.index(value)]
     except TypeError:
@@ -160,6 +171,8 @@ def index_list(value: Any, what: str) -> List[int]:
         ) from None
     out = []
     for d in items:
+        if isinstance(d, (bool, np.bool_)):
+            raise TypeError("%s must be an int or a sequence of ints, not bool" % what)
         try:
             out.append(operator.index(d))
         except TypeError as e:

@@ -154,6 +154,8 @@ def _one_dim(dim: Any, name: str) -> Optional[int]:
         return None
     if isinstance(dim, (tuple, list)):
         raise TypeError("%s() takes one dim (an int) or None, got %r" % (name, dim))
+    if isinstance(dim, (bool, np.bool_)):
+        raise TypeError("%s(): dim must be an integer or None, got bool" % name)
     try:
         return operator.index(dim)
     except TypeError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import math
+import operator
 from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -160,7 +161,13 @@ class Tensor(_TensorBase):
 
     def size(self, dim: Optional[int] = None) -> Union[Tuple[int, ...], int]:
         """The shape, or the size of dim ``dim`` when given."""
-        return self._shape if dim is None else self._shape[dim]
+        if dim is None:
+            return self._shape
+        n = len(self._shape)
+        if not -n <= operator.index(dim) < n:
+            raise IndexError("Dimension out of range (expected to be in range of [%d, %d], but got %d)"
+                             % (-n, n - 1, dim))
+        return self._shape[dim]
 
     @property
     def dtype(self) -> dtype:
@@ -207,6 +214,7 @@ class Tensor(_TensorBase):
         """Sets ``requires_grad`` in place and returns the tensor; integer and
         bool tensors raise."""
         _lib.check_fork()
+        flag = _scalars.flag(flag, "requires_grad_(): requires_grad")
         rc = lib.lucid_set_requires_grad(self._h, 1 if flag else 0)
         if rc:
             raise_status(rc)
@@ -678,7 +686,7 @@ def reduction_attrs(dim: Union[None, int, Sequence[int]], keepdim: bool, op: Opt
     dims (lucid.h). A dim past int64 is out of range for any tensor: it
     raises the library's ValueError for the op (whose id is op) on an ndim-d
     tensor here, where the C call could only say the int is too big."""
-    attrs = [1 if keepdim else 0, -1]
+    attrs = [1 if _scalars.flag(keepdim, "keepdim") else 0, -1]
     if dim is not None:
         dims = _scalars.index_list(dim, "dim")
         for d in dims:

@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -158,23 +159,25 @@ func boolArith(op backend.BinaryOp) segFunc {
 	return func(s seg) {
 		i := 0
 		if s.contiguous(3, 1) {
-			o := unsafe.Slice((*uint64)(s.p[0]), s.n/8)
-			a, b := unsafe.Slice((*uint64)(s.p[1]), s.n/8), unsafe.Slice((*uint64)(s.p[2]), s.n/8)
-			switch op {
-			case backend.Add:
-				for j := range o {
-					o[j] = nonzeroBytes(a[j] | b[j])
+			// Byte slices read as little-endian words (one load each on amd64):
+			// no conversion to *uint64, which a short or unaligned segment
+			// would make invalid (checkptr).
+			o := unsafe.Slice((*uint8)(s.p[0]), s.n)
+			a, b := unsafe.Slice((*uint8)(s.p[1]), s.n), unsafe.Slice((*uint8)(s.p[2]), s.n)
+			le := binary.LittleEndian
+			for ; i+8 <= s.n; i += 8 {
+				x, y := le.Uint64(a[i:]), le.Uint64(b[i:])
+				var w uint64
+				switch op {
+				case backend.Add:
+					w = nonzeroBytes(x | y)
+				case backend.Mul:
+					w = nonzeroBytes(x) & nonzeroBytes(y)
+				default:
+					w = nonzeroBytes(x ^ y)
 				}
-			case backend.Mul:
-				for j := range o {
-					o[j] = nonzeroBytes(a[j]) & nonzeroBytes(b[j])
-				}
-			default:
-				for j := range o {
-					o[j] = nonzeroBytes(a[j] ^ b[j])
-				}
+				le.PutUint64(o[i:], w)
 			}
-			i = len(o) * 8
 		}
 		for ; i < s.n; i++ {
 			x, y := uint64(*(*uint8)(s.at(1, i))), uint64(*(*uint8)(s.at(2, i)))
