@@ -23,6 +23,17 @@ def test_dir_of_ops_lists_the_public_names_only():
     assert ops.Tensor is pylucid.Tensor  # still importable, only not listed
 
 
+def test_the_package_namespace_shows_no_helpers_of_its_own() -> None:
+    """dir(pylucid): the public names and the package's modules; no name
+    that only pylucid/__init__.py used (``annotations``, typing's ``Any``)."""
+    import types
+
+    extra = [n for n in dir(pylucid) if not n.startswith("_") and n not in pylucid.__all__
+             and not isinstance(getattr(pylucid, n), types.ModuleType)]
+    assert extra == ["bool"]  # pylucid.bool (as torch.bool), kept out of __all__: a star import would shadow bool
+    assert pylucid.bool is pylucid.bool_
+
+
 def test_torch_example_without_torch_names_the_extra():
     # torch made unimportable (a None entry in sys.modules), as on a machine
     # without the extra

@@ -38,6 +38,9 @@ USER_SCRIPT = textwrap.dedent('''
     reveal_type(ops.min(a, 0))  # R: tuple[pylucid.tensor.Tensor, pylucid.tensor.Tensor, fallback=pylucid.ops.MinMaxResult]
     reveal_type(ops.max(a, dim=0).indices)  # R: pylucid.tensor.Tensor
     reveal_type(ops.minimum.schema.version)  # R: int
+    reveal_type(a.max())  # R: pylucid.tensor.Tensor
+    reveal_type(a.min(0, keepdim=True))  # R: tuple[pylucid.tensor.Tensor, pylucid.tensor.Tensor, fallback=pylucid.ops.MinMaxResult]
+    reveal_type(pylucid.rand_like(a))  # R: pylucid.tensor.Tensor
     ops.minimum(a)  # E: call-overload
     ops.minimum(a, "x")  # E: arg-type
     ops.minimum(a, a, a)  # E: call-overload
@@ -87,7 +90,7 @@ def test_mypy_reveals_the_ops_types_and_rejects_wrong_calls(tmp_path: pathlib.Pa
             checked += 1
         else:
             assert n not in got, (n, text, got[n])  # the valid lines type-check
-    assert checked == 21
+    assert checked == 24
 
 
 def test_the_ops_types_are_current_with_the_records() -> None:

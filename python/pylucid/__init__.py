@@ -7,8 +7,6 @@
     array([1., 0.], dtype=float32)
 """
 
-from __future__ import annotations
-
 from typing import Any as _Any, Dict as _Dict
 
 from . import _lib

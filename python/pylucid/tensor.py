@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import math
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from ._convert import _raw_bits, _view_array
 
 
 if TYPE_CHECKING:
+    from .ops import MinMaxResult
     _NodeBase = object
 else:
     _NodeBase = _hot.NodeBase if _hot is not None else object
@@ -593,9 +594,19 @@ class Tensor(_TensorBase):
         """:func:`pylucid.ops.argmax` along ``dim``."""
         return late.ops.argmax(self, dim, keepdim)  # type: ignore[no-any-return]
 
+    @overload
+    def min(self, dim: None = None, keepdim: bool = False) -> "Tensor": ...
+    @overload
+    def min(self, dim: int, keepdim: bool = False) -> "MinMaxResult": ...
+
     def min(self, dim: Optional[int] = None, keepdim: bool = False) -> Any:
         """:func:`pylucid.ops.min`: ``amin()``, or ``(values, indices)`` over ``dim``."""
         return late.ops.min(self, dim, keepdim)
+
+    @overload
+    def max(self, dim: None = None, keepdim: bool = False) -> "Tensor": ...
+    @overload
+    def max(self, dim: int, keepdim: bool = False) -> "MinMaxResult": ...
 
     def max(self, dim: Optional[int] = None, keepdim: bool = False) -> Any:
         """:func:`pylucid.ops.max`: ``amax()``, or ``(values, indices)`` over ``dim``."""
@@ -648,7 +659,7 @@ class _Late:
     array_function: Callable[..., Any]  # _numpy_protocols.array_function
 
 
-late = _Late()
+late: _Late = _Late()
 
 
 def _py_binary(op: int, a: Any, b: Any, *, out: Any = None) -> Tensor:
