@@ -531,3 +531,26 @@ def test_arguments_are_checked_as_torch_checks_them() -> None:
     assert r.dtype is pylucid.float64 and r.shape == (2, 2)
     np.testing.assert_array_equal(r.numpy(), pylucid.randn(2, 2, generator=pylucid.Generator().manual_seed(3),
                                                            dtype=pylucid.float64).numpy())
+
+
+def test_operators_with_non_operands_follow_pythons_protocol() -> None:
+    """None, strings and other non-operands make the operators return
+    NotImplemented: Python then raises its own TypeError (or == is False),
+    as for torch tensors, instead of an error about NumPy's object dtype."""
+    t = pylucid.tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"^unsupported operand type\(s\) for \+: 'Tensor' and 'NoneType'$"):
+        t + None
+    with pytest.raises(TypeError, match=r"^unsupported operand type\(s\) for \*: 'NoneType' and 'Tensor'$"):
+        None * t
+    with pytest.raises(TypeError, match=r"^unsupported operand type\(s\) for /: 'Tensor' and 'str'$"):
+        t / "x"
+    with pytest.raises(TypeError, match=r"^'<' not supported between instances of 'Tensor' and 'NoneType'$"):
+        t < None
+    assert (t == "a") is False and (t != "a") is True
+
+    class Meters:  # a type with its own reflected operator gets its turn
+        def __radd__(self, other: Any) -> str:
+            return "meters"
+
+    assert t + Meters() == "meters"
+    assert (t + [1, 2]).tolist() == [2.0, 4.0] and (t == [1.0, 3.0]).tolist() == [True, False]

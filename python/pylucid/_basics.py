@@ -323,6 +323,8 @@ def compare(t: "Tensor", other: Any, ufunc: Any) -> "Tensor":
     Tensor, from_numpy = getattr(_convert, "Tensor"), _convert.from_numpy  # the class tensor.py registered
     from .dtypes import float32
 
+    if _convert._foreign(other):
+        return NotImplemented  # type: ignore[no-any-return]  # t == "a" is False, t < None a TypeError, as torch
     a = t.detach()
     if isinstance(other, (Tensor, np.ndarray, np.generic, list, tuple)):  # strong: the ops' promotion decides
         try:

@@ -88,6 +88,14 @@ def _operand(x: Any) -> "Tensor":
     return as_tensor(x)
 
 
+def _foreign(o: Any) -> bool:
+    """Whether o is no operand at all (None, a string, a dict...): an
+    arithmetic dunder then returns NotImplemented, so Python tries o's own
+    method and otherwise raises its usual "unsupported operand type(s)"."""
+    return not isinstance(o, (Tensor, np.ndarray, np.generic, bool, int, float, complex, list, tuple)) and not (
+        hasattr(o, "__array__") or hasattr(o, "__array_interface__") or hasattr(o, "__dlpack__"))
+
+
 def as_tensor(x: Any) -> "Tensor":
     """Tensors pass through; NumPy arrays are shared; NumPy scalars keep
     their dtype; a lone Python number becomes a tensor of its category's

@@ -45,7 +45,7 @@ from ._convert import (
     tensor as tensor,
     zeros as zeros,
 )
-from ._convert import _raw_bits, _view_array
+from ._convert import _foreign, _raw_bits, _view_array
 
 
 if TYPE_CHECKING:
@@ -525,28 +525,68 @@ class Tensor(_TensorBase):
         return reduce(MEAN, self, dim, keepdim)
 
     def __add__(self, o: TensorLike) -> "Tensor":
-        return binary(ADD, self, o)
+        try:
+            return binary(ADD, self, o)
+        except TypeError:
+            if _foreign(o):
+                return NotImplemented
+            raise
 
     def __radd__(self, o: TensorLike) -> "Tensor":
-        return binary(ADD, o, self)
+        try:
+            return binary(ADD, o, self)
+        except TypeError:
+            if _foreign(o):
+                return NotImplemented
+            raise
 
     def __sub__(self, o: TensorLike) -> "Tensor":
-        return binary(SUB, self, o)
+        try:
+            return binary(SUB, self, o)
+        except TypeError:
+            if _foreign(o):
+                return NotImplemented
+            raise
 
     def __rsub__(self, o: TensorLike) -> "Tensor":
-        return binary(SUB, o, self)
+        try:
+            return binary(SUB, o, self)
+        except TypeError:
+            if _foreign(o):
+                return NotImplemented
+            raise
 
     def __mul__(self, o: TensorLike) -> "Tensor":
-        return binary(MUL, self, o)
+        try:
+            return binary(MUL, self, o)
+        except TypeError:
+            if _foreign(o):
+                return NotImplemented
+            raise
 
     def __rmul__(self, o: TensorLike) -> "Tensor":
-        return binary(MUL, o, self)
+        try:
+            return binary(MUL, o, self)
+        except TypeError:
+            if _foreign(o):
+                return NotImplemented
+            raise
 
     def __truediv__(self, o: TensorLike) -> "Tensor":
-        return binary(DIV, self, o)
+        try:
+            return binary(DIV, self, o)
+        except TypeError:
+            if _foreign(o):
+                return NotImplemented
+            raise
 
     def __rtruediv__(self, o: TensorLike) -> "Tensor":
-        return binary(DIV, o, self)
+        try:
+            return binary(DIV, o, self)
+        except TypeError:
+            if _foreign(o):
+                return NotImplemented
+            raise
 
     def __neg__(self) -> "Tensor":
         return call1(NEG, (self,))  # type: ignore[no-any-return]
