@@ -554,3 +554,15 @@ def test_operators_with_non_operands_follow_pythons_protocol() -> None:
 
     assert t + Meters() == "meters"
     assert (t + [1, 2]).tolist() == [2.0, 4.0] and (t == [1.0, 3.0]).tolist() == [True, False]
+
+
+def test_shape_methods_check_dims_of_a_0d_tensor_as_torch() -> None:
+    """A 0-d tensor takes dims 0 and -1 in the shape methods, and nothing
+    else (torch's rule; before, any dim passed)."""
+    x = pylucid.tensor(1.5)
+    assert x.squeeze(0).shape == x.squeeze(-1).shape == x.transpose(0, -1).shape == ()
+    assert x.flatten(0, -1).shape == (1,) and x.unsqueeze(-1).shape == (1,)
+    for call in (lambda: x.squeeze(5), lambda: x.squeeze((0, 5)), lambda: x.transpose(0, 1), lambda: x.flatten(-3),
+                 lambda: x.flatten(0, 3), lambda: x.unsqueeze(-2)):
+        with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-1, 0\]"):
+            call()

@@ -94,7 +94,7 @@ def view(t: "Tensor", shape: Tuple[int, ...]) -> "Tensor":
 
 
 def _dim(d: int, n: int) -> int:
-    if not -n <= d < max(n, 1):
+    if not -max(n, 1) <= d < max(n, 1):
         raise IndexError("Dimension out of range (expected to be in range of [%d, %d], but got %d)"
                          % (-max(n, 1), max(n, 1) - 1, d))
     return d % n if n else 0
@@ -106,10 +106,10 @@ def permute(t: "Tensor", dims: Tuple[int, ...]) -> "Tensor":
 
 def transpose(t: "Tensor", d0: int, d1: int) -> "Tensor":
     n = t.ndim
+    a, b = _dim(d0, n), _dim(d1, n)  # a 0-d tensor takes dims 0 and -1, as in torch
     if n == 0:
         return t
     perm = list(range(n))
-    a, b = _dim(d0, n), _dim(d1, n)
     perm[a], perm[b] = b, a
     return permute(t, tuple(perm))
 
@@ -120,7 +120,8 @@ def squeeze(t: "Tensor", dim: Union[None, int, Sequence[int]] = None) -> "Tensor
         drop = {i for i, d in enumerate(shape) if d == 1}
     else:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        drop = {_dim(d, len(shape)) for d in dims if shape and shape[_dim(d, len(shape))] == 1}
+        ds = [_dim(d, len(shape)) for d in dims]  # every dim checked, also on a 0-d tensor
+        drop = {d for d in ds if shape and shape[d] == 1}
     return view_or_reshape(t, tuple(d for i, d in enumerate(shape) if i not in drop))
 
 
@@ -133,9 +134,9 @@ def unsqueeze(t: "Tensor", dim: int) -> "Tensor":
 
 def flatten(t: "Tensor", start_dim: int = 0, end_dim: int = -1) -> "Tensor":
     shape = t.shape
+    s, e = _dim(start_dim, len(shape)), _dim(end_dim, len(shape))
     if not shape:
         return reshape(t, (1,))
-    s, e = _dim(start_dim, len(shape)), _dim(end_dim, len(shape))
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     mid = 1
