@@ -1,6 +1,9 @@
 package tests_go
 
 import (
+	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -132,4 +135,39 @@ func TestRetainGrad(t *testing.T) {
 	require.Equal(t, []float64{4, -32}, x.Grad().Float64s()) // 4x^3
 	require.Nil(t, other.Grad())
 	require.Error(t, autograd.RetainGrad(f64(t, []int{1}, 1)))
+}
+
+// Every float16 and bfloat16 value prints as a decimal that reads back as
+// that very value (String's shortest digits), checked over all 65,536 bit
+// patterns of each, in chunks below String's summary threshold.
+func TestHalfValuesPrintAsDecimalsThatReadBack(t *testing.T) {
+	for _, dt := range []dtype.Dtype{dtype.Float16, dtype.BFloat16} {
+		round := dtype.Float64ToFloat16
+		if dt == dtype.BFloat16 {
+			round = dtype.Float64ToBFloat16
+		}
+		for start := 0; start < 1<<16; start += 1000 {
+			n := min(1000, 1<<16-start)
+			bits := make([]uint64, n)
+			for i := range bits {
+				bits[i] = uint64(start + i)
+			}
+			x := must(t)(tensor.FromBits(dt, []int{n}, bits))
+			s := x.String()
+			body := s[len("tensor(["):strings.LastIndex(s, "]")]
+			fields := strings.Split(body, ", ")
+			require.Len(t, fields, n)
+			for i, f := range fields {
+				v, err := strconv.ParseFloat(strings.TrimSuffix(f, "."), 64)
+				require.NoError(t, err, "%v %q", dt, f)
+				want := uint16(bits[i])
+				if math.IsNaN(v) {
+					require.True(t, (dt == dtype.Float16 && want&0x7fff > 0x7c00) || (dt == dtype.BFloat16 && want&0x7fff > 0x7f80),
+						"%v %#04x printed %q", dt, want, f)
+					continue
+				}
+				require.Equal(t, want, round(v), "%v %#04x printed %q", dt, want, f)
+			}
+		}
+	}
 }
