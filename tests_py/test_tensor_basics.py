@@ -566,3 +566,51 @@ def test_shape_methods_check_dims_of_a_0d_tensor_as_torch() -> None:
                  lambda: x.flatten(0, 3), lambda: x.unsqueeze(-2)):
         with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-1, 0\]"):
             call()
+
+
+def test_copies_casts_layout_and_fills() -> None:
+    t = leaf()
+    c = t.clone()
+    assert c.grad_fn is not None and not np.shares_memory(c.detach().numpy(), t.detach().numpy())
+    assert gradcheck(lambda a: a.clone() * a, (leaf(),)) and gradcheck(lambda a: a.transpose(0, 2).contiguous(), (leaf(),))
+    x = pylucid.arange(24).reshape(2, 3, 4)
+    for v, arr in ((x, np.arange(24).reshape(2, 3, 4)), (x.transpose(0, 2), np.arange(24).reshape(2, 3, 4).transpose(2, 1, 0)),
+                   (x[:, ::2], np.arange(24).reshape(2, 3, 4)[:, ::2]), (x[:, :1], np.arange(24).reshape(2, 3, 4)[:, :1])):
+        assert v.stride() == tuple(s // arr.itemsize for s in arr.strides)
+        assert v.stride(-1) == arr.strides[-1] // arr.itemsize
+        assert v.is_contiguous() == arr.flags.c_contiguous
+        assert v.contiguous().is_contiguous() and v.contiguous().tolist() == arr.tolist()
+    assert x.contiguous() is x and pylucid.tensor(2.0).stride() == () and pylucid.zeros(0, 3).T.is_contiguous()
+    f = pylucid.ones(2)
+    assert f.float() is f and f.double().dtype is pylucid.float64 and f.half().dtype is pylucid.float16
+    assert f.bfloat16().dtype is pylucid.bfloat16 and x.long() is x and x.int().dtype is pylucid.int32
+    assert (x > 3).bool().dtype is pylucid.bool_ and x.float().dtype is pylucid.float32
+    assert x[0].t().shape == (4, 3) and f.t() is f and x.device == "cpu" and x.cpu() is x
+    assert x.element_size() == 8 and x.nelement() == 24
+    with pytest.raises(RuntimeError, match="t\\(\\) expects a tensor with <= 2 dimensions, but self is 3D"):
+        x.t()
+    z = pylucid.ones(3)
+    assert z.fill_(2.5) is z and z.tolist() == [2.5, 2.5, 2.5] and z.zero_().tolist() == [0.0, 0.0, 0.0]
+    assert z._version == 2
+    with pytest.raises(RuntimeError, match="a leaf Tensor that requires grad"):
+        pylucid.ones(2, requires_grad=True).zero_()
+
+
+@pytest.mark.parametrize("op", ["~", "&", "|", "^"])
+def test_logical_and_bitwise_operators_match_numpy(op: str) -> None:
+    rng = np.random.default_rng(5)
+    m, n = rng.random((3, 4)) > 0.5, rng.random(4) > 0.3
+    i, j = rng.integers(-9, 9, (3, 4), dtype=np.int32), rng.integers(-9, 9, 4, dtype=np.int8)
+    fn = {"~": lambda a, b: ~a, "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b}[op]
+    for a, b in ((m, n), (i, j), (m, True), (i, 3), (m, n.astype(np.int8))):
+        got = fn(pylucid.from_numpy(a), b if isinstance(b, (bool, int)) else pylucid.from_numpy(b))
+        want = fn(a, b)
+        assert got.grad_fn is None
+        np.testing.assert_array_equal(got.numpy(), want)
+        assert got.numpy().dtype == want.dtype, (op, a.dtype, b)
+    if op != "~":
+        np.testing.assert_array_equal(np.asarray(fn(n, pylucid.from_numpy(m))), fn(n, m))  # an array on the left
+        with pytest.raises(TypeError, match="is only for bool and integer tensors, not float32"):
+            fn(pylucid.ones(2), pylucid.ones(2))
+    t = pylucid.arange(6)
+    assert t[~(t > 2)].tolist() == [0, 1, 2] and t[(t > 1) & (t < 4)].tolist() == [2, 3]

@@ -24,7 +24,7 @@ from ._runtime import ADD, CAST, COPY, DIV, MAXIMUM, MEAN, MINIMUM, MUL, NEG, SU
 from ._runtime import _dead, _hot, drain, flush_released, functions  # noqa: F401
 from ._runtime import Releaser, _borrowed, _dead_lock, _tokens, records  # noqa: F401
 from . import _calls, _convert
-from . import _basics
+from ._methods import TensorMethods
 from ._calls import _PENDING, _out_descs, call1, call_op, from_handle, out_desc, out_desc_address  # noqa: F401
 from ._calls import wrap_info as _wrap  # noqa: F401
 from ._forward import forward_levels, set_forward_level, tangent_of  # noqa: F401
@@ -125,7 +125,7 @@ else:
     _TensorBase = _hot.TensorBase if _hot is not None else object
 
 
-class Tensor(_TensorBase):
+class Tensor(TensorMethods, _TensorBase):
     """An n-dimensional array with autograd, backed by pylucid's native core.
 
     Create one with :func:`pylucid.tensor` (copies) or
@@ -420,71 +420,6 @@ class Tensor(_TensorBase):
         if not self.shape:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
-
-    # ---- indexing and shape (docs/tensor.md): views share this memory ----
-    def __getitem__(self, key: Any) -> "Tensor":
-        return _basics.getitem(self, key)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        """``t[key] = value``: writes value (broadcast, cast to this dtype)
-        into this tensor's memory, outside any graph (docs/tensor.md)."""
-        _basics.setitem(self, key, value)
-
-    def reshape(self, *shape: Any) -> "Tensor":
-        """This tensor with a new shape (one dim may be -1): a view when the layout allows, else a copy."""
-        return _basics.reshape(self, _basics.sizes(shape, "shape"))
-
-    def view(self, *shape: Any) -> "Tensor":
-        """This tensor with a new shape, sharing its memory (RuntimeError when the strides do not allow it)."""
-        return _basics.view(self, _basics.sizes(shape, "shape"))
-
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
-        """Dims ``start_dim`` to ``end_dim`` merged into one (a view when the layout allows)."""
-        return _basics.flatten(self, start_dim, end_dim)
-
-    def squeeze(self, dim: Union[None, int, Sequence[int]] = None) -> "Tensor":
-        """This tensor without its size-1 dims (all, or those in ``dim``): a view."""
-        return _basics.squeeze(self, dim)
-
-    def unsqueeze(self, dim: int) -> "Tensor":
-        """A view with a size-1 dim inserted at ``dim``."""
-        return _basics.unsqueeze(self, dim)
-
-    def transpose(self, dim0: int, dim1: int) -> "Tensor":
-        """A view with dims ``dim0`` and ``dim1`` swapped."""
-        return _basics.transpose(self, dim0, dim1)
-
-    def permute(self, *dims: Any) -> "Tensor":
-        """A view with the dims in the order ``dims``."""
-        return _basics.permute(self, _basics.sizes(dims, "dims"))
-
-    @property
-    def T(self) -> "Tensor":
-        """The dims reversed (a view)."""
-        return _basics.permute(self, tuple(range(self.ndim - 1, -1, -1)))
-
-    def expand(self, *sizes: Any) -> "Tensor":
-        """A broadcast view with ``sizes`` (-1 keeps a dim)."""
-        return _basics.expand(self, _basics.sizes(sizes))
-
-    # ---- comparisons: bool tensors, no graph (NaN compares as NumPy) ----
-    def __lt__(self, o: Any) -> "Tensor":
-        return _basics.compare(self, o, np.less)
-
-    def __le__(self, o: Any) -> "Tensor":
-        return _basics.compare(self, o, np.less_equal)
-
-    def __gt__(self, o: Any) -> "Tensor":
-        return _basics.compare(self, o, np.greater)
-
-    def __ge__(self, o: Any) -> "Tensor":
-        return _basics.compare(self, o, np.greater_equal)
-
-    def __eq__(self, o: Any) -> "Tensor":  # type: ignore[override]
-        return _basics.compare(self, o, np.equal)
-
-    def __ne__(self, o: Any) -> "Tensor":  # type: ignore[override]
-        return _basics.compare(self, o, np.not_equal)
 
     __hash__ = _TensorBase.__hash__  # by identity, as torch: == is elementwise
 
