@@ -166,33 +166,26 @@ func boolArith(op backend.BinaryOp) segFunc {
 			a, b := unsafe.Slice((*uint8)(s.p[1]), s.n), unsafe.Slice((*uint8)(s.p[2]), s.n)
 			le := binary.LittleEndian
 			for ; i+8 <= s.n; i += 8 {
-				x, y := le.Uint64(a[i:]), le.Uint64(b[i:])
-				var w uint64
-				switch op {
-				case backend.Add:
-					w = nonzeroBytes(x | y)
-				case backend.Mul:
-					w = nonzeroBytes(x) & nonzeroBytes(y)
-				default:
-					w = nonzeroBytes(x ^ y)
-				}
-				le.PutUint64(o[i:], w)
+				le.PutUint64(o[i:], boolLogic(op, le.Uint64(a[i:]), le.Uint64(b[i:])))
 			}
 		}
 		for ; i < s.n; i++ {
 			x, y := uint64(*(*uint8)(s.at(1, i))), uint64(*(*uint8)(s.at(2, i)))
-			var r uint64
-			switch op {
-			case backend.Add:
-				r = nonzeroBytes(x | y)
-			case backend.Mul:
-				r = nonzeroBytes(x) & nonzeroBytes(y)
-			default:
-				r = nonzeroBytes(x ^ y)
-			}
-			*(*uint8)(s.at(0, i)) = uint8(r)
+			*(*uint8)(s.at(0, i)) = uint8(boolLogic(op, x, y))
 		}
 	}
+}
+
+// boolLogic is boolArith's op on the bytes of x and y, each result byte 0
+// or 1 (small enough to inline into both loops).
+func boolLogic(op backend.BinaryOp, x, y uint64) uint64 {
+	switch op {
+	case backend.Add:
+		return nonzeroBytes(x | y)
+	case backend.Mul:
+		return nonzeroBytes(x) & nonzeroBytes(y)
+	}
+	return nonzeroBytes(x ^ y)
 }
 
 // nonzeroBytes maps each byte of w to 1 when it is not zero, else 0.
