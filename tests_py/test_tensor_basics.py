@@ -393,6 +393,8 @@ INT_AND_ARRAY_KEYS: list[Any] = [
     ((None, 0, slice(None), [1]), (1, 3, 1), lambda x: x[0][None, :, [1]]),
     ((0, np.array([True, False, True])), (2, 4), lambda x: x[0][np.array([True, False, True])]),
     ((1, [[0, 1], [2, 0]], slice(1, 3)), (2, 2, 2), lambda x: x[1][[[0, 1], [2, 0]], 1:3]),
+    ((1, 2, True), (1, 4), lambda x: x[1, 2][None]),  # ints take every dim but the last: still a view first
+    ((1, 2, 3, True), (1,), lambda x: x[1, 2, 3][None]),  # ... or all of them
 ]
 
 

@@ -189,7 +189,7 @@ def _ints_first(ndim: int, keys: Tuple[Any, ...]) -> Tuple[Tuple[Any, ...], Tupl
         else:
             ints.extend([slice(None)] * (spread if k is Ellipsis else width(k)))
             rest.append(k)
-    return tuple(ints), tuple(rest)
+    return tuple(ints) + (Ellipsis,), tuple(rest)  # (the Ellipsis keeps a 0-d result a view, not a scalar)
 
 
 def getitem(t: "Tensor", key: Any) -> "Tensor":
