@@ -23,7 +23,7 @@ def main() -> None:
     assert "site-packages" in here.parts, here  # the installed package, not a source tree
     assert (here / "_native" / "liblucid.so").is_file()
     assert pylucid._lib.MODE == "api", pylucid._lib.MODE
-    assert pylucid.Tensor.__mro__[1].__module__ == "pylucid._hot"  # the C hot path is in use
+    assert any(b.__module__ == "pylucid._hot" for b in pylucid.Tensor.__mro__)  # the C hot path is in use
     a = pylucid.tensor([1.0, 5.0, 2.0, float("nan")], requires_grad=True)
     y = ops.minimum(a, np.float32([3, 4, 2, 0]))
     y.sum().backward()
