@@ -127,7 +127,8 @@ _WINNERS_ONLY = 3  # lucid_op_lent's form: the winners alone (capi/lucid.h)
 
 def _index_dtype() -> np.dtype[Any]:
     """int64 under jax_enable_x64, else int32 (as jnp.argmin's result)."""
-    return np.dtype(jax.dtypes.canonicalize_dtype(np.int64))
+    dt: np.dtype[Any] = np.dtype(jax.dtypes.canonicalize_dtype(np.int64))  # Any where JAX is absent
+    return dt
 
 
 @functools.lru_cache(maxsize=None)
