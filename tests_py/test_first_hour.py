@@ -6,6 +6,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 import pylucid
 from pylucid import ops
 
@@ -103,6 +105,15 @@ def test_wrong_calls_name_the_public_function_and_argument():
     except ValueError as e:
         assert "cannot be broadcast" in str(e)
     assert ops.minimum(t, [0.0, 5.0]).tolist() == [0.0, 2.0]  # a list is an operand
+    # min/max without a dim reduce as amin/amax, but name the function called
+    empty = pylucid.tensor(np.zeros((0, 2)))
+    for fn, start in [(lambda: ops.min(empty), "min: cannot reduce over a zero-size slice"),
+                      (lambda: empty.max(), "max: cannot reduce over a zero-size slice"),
+                      (lambda: ops.amax(empty), "amax: cannot reduce"),
+                      (lambda: ops.max(t, out=pylucid.tensor(np.zeros(3))), "max: out has shape (3,)")]:
+        with pytest.raises(ValueError) as info:
+            fn()
+        assert str(info.value).startswith(start), str(info.value)
 
 
 def test_show_config_says_what_the_build_is():

@@ -215,6 +215,27 @@ def test_generator_reproduces_and_randn_is_normal() -> None:
                               pylucid.rand(8, generator=pylucid.Generator().manual_seed(2)).numpy())
 
 
+def test_generator_seeds_as_torch_does() -> None:
+    # torch.Generator: a fresh one already has a seed; seed() reseeds from
+    # entropy and returns it; manual_seed takes [-2**63, 2**64), negatives
+    # wrapping to 64 bits (torch.Generator().manual_seed(-1).initial_seed()).
+    g = pylucid.Generator()
+    s = g.initial_seed()
+    assert isinstance(s, int) and 0 <= s < 2**64
+    a = pylucid.rand(16, generator=g).numpy()
+    np.testing.assert_array_equal(a, pylucid.rand(16, generator=pylucid.Generator().manual_seed(s)).numpy())
+    s2 = g.seed()
+    assert g.initial_seed() == s2 and isinstance(s2, int)
+    assert pylucid.Generator().manual_seed(-1).initial_seed() == 2**64 - 1
+    assert pylucid.Generator().manual_seed(np.int64(7)).initial_seed() == 7
+    np.testing.assert_array_equal(pylucid.rand(4, generator=pylucid.Generator().manual_seed(-1)).numpy(),
+                                  pylucid.rand(4, generator=pylucid.Generator().manual_seed(2**64 - 1)).numpy())
+    for bad, err in [(2**64, ValueError), (-(2**63) - 1, ValueError), (1.5, TypeError), ("3", TypeError), (True, TypeError)]:
+        with pytest.raises(err, match="manual_seed"):
+            g.manual_seed(bad)  # type: ignore[arg-type]
+    assert g.initial_seed() == s2  # a refused seed leaves the generator as it was
+
+
 def test_retain_grad_keeps_a_non_leaf_gradient_and_reading_one_that_does_not_warns() -> None:
     x = leaf(np.array([1.0, -2.0, 3.0]))
     y = x * 2

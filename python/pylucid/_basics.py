@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import operator
+import secrets
 
 import numpy as np
 
@@ -365,18 +366,33 @@ class Generator:
     same numbers again."""
 
     def __init__(self) -> None:
-        self._rng = np.random.Generator(np.random.PCG64())
-        self._seed: Optional[int] = None
+        self.seed()
+
+    def seed(self) -> int:
+        """Reseeds the generator from OS entropy and returns the seed (as
+        ``torch.Generator.seed``)."""
+        return self._reseed(secrets.randbits(64))
 
     def manual_seed(self, seed: int) -> "Generator":
-        """Reseeds the generator and returns it."""
-        self._seed = int(seed)
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        """Reseeds the generator and returns it. The seed is an integer in
+        ``[-2**63, 2**64)``; a negative one wraps to 64 bits, as in torch."""
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"manual_seed(): seed must be an int, not {type(seed).__name__}")
+        seed = int(seed)
+        if not -(1 << 63) <= seed < (1 << 64):
+            raise ValueError(f"manual_seed(): seed {seed} is out of range [-2**63, 2**64)")
+        self._reseed(seed % (1 << 64))
         return self
 
-    def initial_seed(self) -> Optional[int]:
-        """The seed last given to :meth:`manual_seed` (None before)."""
+    def initial_seed(self) -> int:
+        """The seed the generator was last seeded with (by :meth:`manual_seed`,
+        :meth:`seed` or at construction)."""
         return self._seed
+
+    def _reseed(self, seed: int) -> int:
+        self._seed = seed
+        self._rng = np.random.Generator(np.random.PCG64(seed))
+        return seed
 
 
 default_generator = Generator()

@@ -185,7 +185,13 @@ class MinMaxResult(NamedTuple):
 def _minmax(op: int, whole: int, x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False, *,
             out: Any = None) -> Union[Tensor, MinMaxResult]:
     if dim is None:
-        return reduce(whole, x, None, keepdim, out)  # e.g. amin over every dim
+        try:
+            return reduce(whole, x, None, keepdim, out)  # e.g. amin over every dim
+        except ValueError as e:  # say min, the function the user called, not amin
+            w = _name(whole) + ":"
+            if e.args and isinstance(e.args[0], str) and e.args[0].startswith(w):
+                e.args = (_name(op) + ":" + e.args[0][len(w):],) + e.args[1:]
+            raise
     d = _one_dim(dim, _name(op))
     t = as_tensor(x)
     v, i = call_op(op, (t,), reduction_attrs(d, keepdim, op, t.ndim), out, 2)
