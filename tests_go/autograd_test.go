@@ -10,6 +10,7 @@ package tests_go
 import (
 	"errors"
 	"math"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -526,4 +527,116 @@ func TestExternalNodeGradientAdapted(t *testing.T) {
 		})
 	require.Error(t, err, "a gradient that does not reduce to (3, 1)")
 	assert.Contains(t, err.Error(), "ExpandBackward2")
+}
+
+// gatedNode is a node with saved state whose first Apply waits at a gate
+// once it has read its saved tensors: the window in which another thread's
+// backward over the same graph used to run it too.
+type gatedNode struct {
+	autograd.Saved
+	edge    autograd.Edge
+	meta    autograd.InputMeta
+	entered chan struct{}
+	gate    chan struct{}
+	calls   atomic.Int32
+}
+
+func (n *gatedNode) Name() string                 { return "GatedBackward" }
+func (n *gatedNode) Next() []autograd.Edge        { return []autograd.Edge{n.edge} }
+func (n *gatedNode) NumOutputs() int              { return 1 }
+func (n *gatedNode) Inputs() []autograd.InputMeta { return []autograd.InputMeta{n.meta} }
+func (n *gatedNode) Apply(grads []*tensor.Tensor, _ bool) ([]*tensor.Tensor, error) {
+	if _, err := n.Tensors(); err != nil {
+		return nil, err
+	}
+	if n.calls.Add(1) == 1 {
+		close(n.entered)
+		<-n.gate
+	}
+	return grads, nil
+}
+
+// TestConcurrentBackwardRunsNodeOnce: two backward calls over one graph
+// without retain_graph; the first holds its node open (the gate), the
+// second must fail with ErrGraphFreed instead of adding the gradient again
+// (SPEC §5/§7: exactly one succeeds). Deterministic: the gate, not timing.
+func TestConcurrentBackwardRunsNodeOnce(t *testing.T) {
+	a := leaf(t, f64(t, []int{3}, 1, 2, 3))
+	n := &gatedNode{edge: autograd.EdgeOf(a), meta: autograd.InputMeta{Shape: a.Shape(), Dtype: a.Dtype()},
+		entered: make(chan struct{}), gate: make(chan struct{})}
+	n.Save(a)
+	y := must(t)(tensor.Full(dtype.Float64, []int{3}, 0))
+	y.SetGradFn(n, 0)
+	g := f64(t, []int{3}, 1, 10, 100)
+
+	first := make(chan error, 1)
+	go func() { first <- ops.Backward(nil, ts(y), ts(g), false, false) }()
+	<-n.entered
+	err := ops.Backward(nil, ts(y), ts(g), false, false)
+	require.ErrorIs(t, err, autograd.ErrGraphFreed, "the second backward while the first runs the node")
+	close(n.gate)
+	require.NoError(t, <-first)
+	assert.Equal(t, []float64{1, 10, 100}, a.Grad().Float64s(), "one backward's gradient, not two")
+	assert.Equal(t, int32(1), n.calls.Load())
+	require.ErrorIs(t, ops.Backward(nil, ts(y), ts(g), false, false), autograd.ErrGraphFreed, "and after it")
+}
+
+// TestConcurrentBackwardExternalNode: a run paused at a host node holds that
+// node; another run without retain_graph is refused, one that retains the
+// graph is not, and a run abandoned before Resume gives its claim back.
+func TestConcurrentBackwardExternalNode(t *testing.T) {
+	a := leaf(t, f64(t, []int{3}, 1, -2, 0.5))
+	v, ext := externalSquare(t, a, 9)
+	g := f64(t, []int{3}, 1, 1, 1)
+	opts := autograd.Options{Math: ops.EngineMath(nil)}
+
+	first, err := autograd.Start(ts(v), ts(g), opts)
+	require.NoError(t, err)
+	p, err := first.Next()
+	require.NoError(t, err)
+	require.NotNil(t, p)
+	assert.Same(t, ext, p.Node)
+
+	second, err := autograd.Start(ts(v), ts(g), opts)
+	if err == nil {
+		_, err = second.Next()
+	}
+	require.ErrorIs(t, err, autograd.ErrGraphFreed, "the node is being run by the first run")
+
+	retaining := opts
+	retaining.RetainGraph = true
+	third, err := autograd.Start(ts(v), ts(g), retaining)
+	require.NoError(t, err)
+	p3, err := third.Next()
+	require.NoError(t, err, "retain_graph reads the state without taking it")
+	require.NotNil(t, p3)
+	third.Close()
+
+	first.Close() // abandoned: the claim goes back
+	again, err := autograd.Start(ts(v), ts(g), opts)
+	require.NoError(t, err)
+	p, err = again.Next()
+	require.NoError(t, err, "an abandoned run leaves the node runnable")
+	require.NotNil(t, p)
+	require.NoError(t, again.Resume(ts(must(t)(ops.Add(ops.Default().NoGrad(), a, a)))))
+	p, err = again.Next()
+	require.NoError(t, err)
+	require.Nil(t, p)
+	assert.Equal(t, []float64{2, -4, 1}, a.Grad().Float64s())
+	_, err = ext.Tensors()
+	assert.ErrorIs(t, err, autograd.ErrGraphFreed)
+}
+
+// TestFailedNodeKeepsItsState: a node that fails (a saved tensor written in
+// place) gives its claim back, so the next backward reports the same error.
+func TestFailedNodeKeepsItsState(t *testing.T) {
+	a := leaf(t, f64(t, []int{3}, 1, 2, 3))
+	b := f64(t, []int{3}, 2, 2, 2)
+	y := must(t)(ops.Minimum(nil, a, b))
+	b.BumpVersion()
+	for range 2 {
+		err := ops.Backward(nil, ts(y), ts(b), false, false)
+		var m *autograd.ModifiedError
+		require.ErrorAs(t, err, &m, "the same error each time, not a freed graph")
+	}
 }

@@ -450,3 +450,56 @@ def test_results_bit_identical_for_any_thread_count(restore_threads):
     np.testing.assert_allclose(s32, x32.astype(np.float64).sum(), rtol=1e-4)
     s64 = np.frombuffer(results[1]["sum64"], np.float64)[0]
     np.testing.assert_allclose(s64, np.sum(x64), rtol=1e-10)
+
+
+@pytest.mark.parametrize("entry", ["backward", "grad"])
+def test_two_threads_one_graph_without_retain_graph(entry):
+    """SPEC §5/§7: two threads run backward over one graph without
+    retain_graph; exactly one succeeds, the other raises the retain_graph
+    error, and the leaf gets one gradient, not two. The first thread holds
+    the window open inside a Function's backward (an Event), so the race is
+    taken every time rather than by luck (issue: both used to succeed)."""
+    entered, gate = threading.Event(), threading.Event()
+    calls: list = []
+
+    class Slow(pylucid.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            calls.append(1)
+            if len(calls) == 1:  # the first backward to get here waits
+                entered.set()
+                assert gate.wait(60)
+            return g * 2.0
+
+    x = pylucid.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = ops.minimum(Slow.apply(x), 5.0)  # the Function first, under a native node
+    root = Slow.apply(y)                 # and as the root
+    g = pylucid.tensor([1.0, 10.0, 100.0])
+
+    def run():
+        if entry == "backward":
+            root.backward(g)
+            return None
+        return pylucid.autograd.grad(root, x, g)[0]
+
+    results: list = []
+    first = threading.Thread(target=lambda: results.append(run()))
+    first.start()
+    assert entered.wait(60)
+    with pytest.raises(RuntimeError, match="retain_graph=True"):
+        run()
+    gate.set()
+    first.join(60)
+    assert not first.is_alive() and len(results) == 1
+    # d root / dx = 2 * [2x <= 5] * 2
+    expected = np.array([4.0, 40.0, 0.0], dtype=np.float32)
+    got = x.grad if entry == "backward" else results[0]
+    np.testing.assert_array_equal(got.numpy(), expected)
+    with pytest.raises(RuntimeError, match="retain_graph=True"):
+        run()

@@ -85,6 +85,9 @@ type Run struct {
 	// buffers when a later accumulation replaces it in its slot.
 	holds   []*tensor.Storage
 	pending *ExternalNode
+	// claimed is the pending node's claim (see Claimer), given back if the
+	// host abandons the run before resuming it.
+	claimed Claimer
 	done    bool
 
 	statesBuf [8]nodeState
@@ -166,6 +169,10 @@ func (r *Run) own(s *tensor.Storage) {
 // holds). Next and Resume call it when the run ends or fails; a host that
 // abandons a paused run calls it. Calling it again does nothing.
 func (r *Run) Close() {
+	if r.claimed != nil {
+		r.claimed.Unclaim()
+		r.claimed = nil
+	}
 	for _, s := range r.holds {
 		s.ReleaseHandle()
 	}
@@ -402,15 +409,21 @@ func (r *Run) next() (*Pending, error) {
 			}
 			continue
 		}
+		claim, err := r.claim(n)
+		if err != nil {
+			return nil, err
+		}
 		if ext, ok := n.(*ExternalNode); ok {
 			if _, err := ext.Tensors(); err != nil {
+				r.unclaim(claim)
 				return nil, err
 			}
-			r.pending = ext
+			r.pending, r.claimed = ext, claim
 			return &Pending{Node: ext, Grads: grads, Release: !r.opts.RetainGraph}, nil
 		}
 		out, err := n.Apply(grads, r.opts.CreateGraph)
 		if err != nil {
+			r.unclaim(claim)
 			return nil, err
 		}
 		if !r.opts.RetainGraph {
@@ -442,6 +455,30 @@ func (r *Run) next() (*Pending, error) {
 	return nil, nil
 }
 
+// claim reserves n's saved state for this run when the run will release it
+// (no retain_graph): the second of two runs over one graph then fails with
+// ErrGraphFreed instead of using the state the first is about to free. It
+// returns the claim to give back should n fail (nil when none was taken).
+func (r *Run) claim(n Node) (Claimer, error) {
+	if r.opts.RetainGraph {
+		return nil, nil
+	}
+	c, ok := n.(Claimer)
+	if !ok {
+		return nil, nil
+	}
+	if err := c.Claim(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (r *Run) unclaim(c Claimer) {
+	if c != nil {
+		c.Unclaim()
+	}
+}
+
 // Resume gives the gradients computed by the host for the pending node.
 func (r *Run) Resume(grads []*tensor.Tensor) error {
 	if r.pending == nil {
@@ -457,6 +494,18 @@ func (r *Run) Resume(grads []*tensor.Tensor) error {
 func (r *Run) resume(grads []*tensor.Tensor) error {
 	ext := r.pending
 	r.pending = nil
+	claim := r.claimed
+	r.claimed = nil
+	if err := r.finishExternal(ext, grads); err != nil {
+		r.unclaim(claim)
+		return err
+	}
+	return nil
+}
+
+// finishExternal checks and adapts the host's gradients for ext, releases
+// ext's state when the run does not retain the graph, and propagates.
+func (r *Run) finishExternal(ext *ExternalNode, grads []*tensor.Tensor) error {
 	if len(grads) != len(ext.inputs) {
 		return fmt.Errorf("function %s returned %d gradients, expected %d (one per forward input)", ext.name, len(grads), len(ext.inputs))
 	}

@@ -48,6 +48,14 @@ type Node interface {
 	Release()
 }
 
+// Claimer is the optional capability of a node with saved state: a run that
+// will release the state claims it first (Saved.Claim), so exactly one such
+// run uses it.
+type Claimer interface {
+	Claim() error
+	Unclaim()
+}
+
 // Edge points at output Output of Node. A nil Node means "no gradient".
 type Edge struct {
 	Node   Node
@@ -69,6 +77,7 @@ type Saved struct {
 	tensors  []*tensor.Tensor
 	versions []uint32
 	released bool
+	claimed  bool              // a run that does not retain the graph is running the node (Claim)
 	buf      [2]*tensor.Tensor // room for the common case, so Save copies without allocating
 	vbuf     [2]uint32
 }
@@ -113,6 +122,31 @@ func (s *Saved) Tensors() ([]*tensor.Tensor, error) {
 		}
 	}
 	return s.tensors, nil
+}
+
+// Claim reserves the saved tensors for the one run that will free them
+// after using them (a backward without retain_graph): it returns
+// ErrGraphFreed when they were released or another such run holds them, so
+// two threads running one graph without retain_graph never both succeed
+// (docs/autograd.md). Checking and marking happen under one lock; a run
+// whose node then fails gives its claim back (Unclaim).
+func (s *Saved) Claim() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released || s.claimed {
+		return ErrGraphFreed
+	}
+	s.claimed = true
+	return nil
+}
+
+// Unclaim gives back a claim whose node did not run to the end (an error,
+// or a host that abandoned the run), so a later backward sees the same
+// state the failed one saw.
+func (s *Saved) Unclaim() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.claimed = false
 }
 
 // Release drops the saved tensors.
