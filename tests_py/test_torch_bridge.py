@@ -608,3 +608,108 @@ def test_tensor_indexing_with_ints_and_arrays_matches_torch() -> None:
         np.testing.assert_array_equal(t.numpy(), tt.numpy())
         checked += 1
     assert checked > 150
+
+
+# ---- tensors whose memory does not hold their values as they read ----
+
+# (name, call): every function of the family, on x (and y: a second operand)
+LAZY_CALLS = [
+    ("minimum", lambda x, y: pt.minimum(x, y)), ("maximum", lambda x, y: pt.maximum(x, y)),
+    ("fmin", lambda x, y: pt.fmin(x, y)), ("fmax", lambda x, y: pt.fmax(x, y)),
+    ("clamp_number", lambda x, y: pt.clamp(x, 0.0)), ("clamp_numbers", lambda x, y: pt.clamp(x, -1.0, 1.0)),
+    ("clamp_tensors", lambda x, y: pt.clamp(x, y, y + 1)), ("amin", lambda x, y: pt.amin(x, 1)),
+    ("amax", lambda x, y: pt.amax(x)), ("argmin", lambda x, y: pt.argmin(x)),
+    ("argmax", lambda x, y: pt.argmax(x, 1)), ("min", lambda x, y: pt.min(x, 1)[0]),
+    ("max_indices", lambda x, y: pt.max(x, 0)[1]), ("max_all", lambda x, y: pt.max(x)),
+]
+
+
+def _tricky(dtype, seed):
+    """Values with ties, NaN and signed zeros, (3, 4)."""
+    v = torch.tensor([[2.0, -4.0, 0.0, -0.0], [float("nan"), 1.0, 1.0, -3.0], [5.0, -5.0, 2.0, 0.5]], dtype=F64)
+    return (v + seed).to(dtype) if seed else v.to(dtype)
+
+
+@pytest.fixture(params=["C", "ABI"])
+def lent_path(request, monkeypatch):
+    """Both readers of a torch tensor's memory: python/csrc/lent.c and the
+    cffi fallback (_torch_ops._Lent)."""
+    if request.param == "ABI":
+        import pylucid._torch_ops as tops
+        monkeypatch.setattr(tops, "_hot", tops._Lent)
+        monkeypatch.setattr(pt, "_hot", tops._Lent)
+    return request.param
+
+
+def _bits(t):
+    return t.view(torch.int16 if t.element_size() == 2 else torch.int64 if t.element_size() == 8 else
+                  torch.int32 if t.element_size() == 4 else torch.uint8) if t.is_floating_point() else t
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name,call", LAZY_CALLS, ids=[n for n, _ in LAZY_CALLS])
+def test_negative_bit_views_are_read_by_value(lent_path, name, call, dtype):
+    """torch's negative bit (z.conj().imag, torch._neg_view: a lazily negated
+    view over the same memory): every function reads the values the view
+    shows, in the plain call, in the recording call, and for a negated
+    incoming gradient, bit for bit as on the materialised tensor (the issue:
+    pt.minimum read the raw memory, [0, -4, 0] for torch's [-2, 0, -6])."""
+    z, w = _tricky(dtype, 0), _tricky(dtype, 0.5)
+    lazy_x, lazy_y = torch._neg_view(z), torch._neg_view(w)
+    assert lazy_x.is_neg() and lazy_x.data_ptr() == z.data_ptr()
+    want = call(z.neg(), w.neg())
+    got = call(lazy_x, lazy_y)
+    assert torch.equal(_bits(got), _bits(want)), (got, want)
+    if name.startswith("arg") or name == "max_indices":
+        return
+    # Recording: the leaf's gradient through a negated view, with a negated
+    # incoming gradient; against the same with both materialised.
+    g = torch.arange(1.0, 1.0 + want.numel(), dtype=F64).reshape(want.shape).to(dtype)
+    grads = []
+    for lazy in (True, False):
+        a = z.clone().requires_grad_(True)
+        b = w.clone().requires_grad_(True)
+        xa = torch._neg_view(a * 1) if lazy else (a * 1).neg()
+        xb = torch._neg_view(b * 1) if lazy else (b * 1).neg()
+        y = call(xa, xb)
+        y.backward(torch._neg_view(g.clone()) if lazy else g.neg())
+        grads.append((y.detach(), a.grad, b.grad))
+    for ours, ref in zip(grads[0], grads[1]):
+        if ref is None:
+            assert ours is None
+            continue
+        assert torch.equal(_bits(ours), _bits(ref)), (ours, ref)
+
+
+def test_the_negative_bit_example_of_the_issue_matches_torch():
+    z = torch.tensor([1 + 2j, 3 - 4j, 5 + 6j])
+    v = z.conj().imag  # [-2, 4, -6], lazily negated over z's memory
+    assert v.is_neg()
+    zero = torch.zeros(3)
+    assert torch.equal(pt.minimum(v, zero), torch.minimum(v, zero))
+    assert torch.equal(pt.minimum(v, zero), torch.tensor([-2.0, 0.0, -6.0]))
+    assert torch.equal(pt.clamp(v, 0.0), torch.clamp(v, 0.0))
+    assert torch.equal(pt.amax(v), torch.amax(v)) and torch.equal(pt.argmax(v), torch.argmax(v))
+    assert torch.equal(pt.max(v, 0).values, torch.max(v, 0).values)
+
+
+def test_zero_tensors_without_memory_are_read_as_zeros(lent_path):
+    """torch's ZeroTensor (an efficient zero with no memory, data_ptr 0):
+    read as its zeros, not refused with a message about memory."""
+    zt = torch._efficientzerotensor(3)
+    assert zt._is_zerotensor() and zt.data_ptr() == 0
+    one = torch.tensor([1.0, -1.0, 0.0])
+    assert torch.equal(pt.minimum(zt, one), torch.minimum(torch.zeros(3), one))
+    assert torch.equal(pt.amax(zt), torch.tensor(0.0))
+    assert torch.equal(pt.clamp(one, zt), torch.tensor([1.0, 0.0, 0.0]))
+
+
+@pytest.mark.parametrize("layout", ["sparse_coo", "mkldnn"])
+def test_tensors_without_strided_memory_raise(layout):
+    """A layout whose memory is not a strided array raises a clear error
+    (as torch.minimum does), never reads whatever data_ptr points at."""
+    x = torch.tensor([1.0, 0.0, 2.0])
+    x = x.to_sparse() if layout == "sparse_coo" else x.to_mkldnn()
+    for fn in (lambda: pt.minimum(x, torch.ones(3)), lambda: pt.amax(x), lambda: pt.clamp(x, 0.0)):
+        with pytest.raises((RuntimeError, TypeError, NotImplementedError)):
+            fn()

@@ -13,7 +13,7 @@
 /* The most entries of one call, and of dims per entry (lucid.h). */
 #define LENT_MAX 5
 
-static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_is_contiguous;
+static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_is_contiguous, *s_is_neg, *s_resolve_neg, *s_clone;
 
 static int intern_names(void) {
     if (s_data_ptr != NULL) return 0;
@@ -22,7 +22,12 @@ static int intern_names(void) {
     s_stride = PyUnicode_InternFromString("stride");
     s_dtype = PyUnicode_InternFromString("dtype");
     s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
-    return (s_data_ptr && s_shape && s_stride && s_dtype && s_is_contiguous) ? 0 : -1;
+    s_is_neg = PyUnicode_InternFromString("is_neg");
+    s_resolve_neg = PyUnicode_InternFromString("resolve_neg");
+    s_clone = PyUnicode_InternFromString("clone");
+    return (s_data_ptr && s_shape && s_stride && s_dtype && s_is_contiguous && s_is_neg && s_resolve_neg && s_clone)
+               ? 0
+               : -1;
 }
 
 /* Reads a tuple of ints into dims; returns its length, or -1 (raised). */
@@ -44,21 +49,13 @@ static int read_dims(PyObject *seq, int64_t *dims, const char *what) {
     return (int)n;
 }
 
-/* Fills e (with its shape and strides in dims) from tensor-like t; *numel
- * gets its element count. 0, or -1 with an exception set. */
-static int read_entry_as(PyObject *t, PyObject *codes, lucid_out *e, int64_t *shape, int64_t *strides,
-                         int64_t *numel, int ask_contiguous);
-
-static int read_entry(PyObject *t, PyObject *codes, lucid_out *e, int64_t *shape, int64_t *strides,
-                      int64_t *numel) {
-    return read_entry_as(t, codes, e, shape, strides, numel, 0);
-}
-
-/* read_entry, which with ask_contiguous first asks t.is_contiguous() and,
- * where it is, computes the row-major strides instead of calling stride()
- * (torch builds that tuple per call: the dearer of the two). */
-static int read_entry_as(PyObject *t, PyObject *codes, lucid_out *e, int64_t *shape, int64_t *strides,
-                         int64_t *numel, int ask_contiguous) {
+/* Fills e (with its shape and strides in dims) from tensor-like t, as its
+ * memory reads; *numel gets its element count. With ask_contiguous it first
+ * asks t.is_contiguous() and, where it is, computes the row-major strides
+ * instead of calling stride() (torch builds that tuple per call: the
+ * dearer of the two). 0, or -1 with an exception set. */
+static int read_memory(PyObject *t, PyObject *codes, lucid_out *e, int64_t *shape, int64_t *strides,
+                       int64_t *numel, int ask_contiguous) {
     memset(e, 0, sizeof *e);
     if (t == Py_None) {
         e->dtype = -1;
@@ -123,8 +120,50 @@ done:
     return rc;
 }
 
+/* read_memory of an input t whose values its memory may not hold as they
+ * read (docs/interop.md, "PyTorch"): torch's negative bit (a lazily negated
+ * view: z.conj().imag, torch._neg_view) is resolved first, and a tensor with
+ * elements but no memory (torch's ZeroTensor) is cloned into memory; *hold
+ * then owns the tensor read, to be released after the call (NULL
+ * otherwise). Outputs are the caller's fresh tensors and read as they are.
+ * The conjugate bit needs nothing: it is only ever set on complex tensors,
+ * which the codes refuse. */
+static int read_input(PyObject *t, PyObject *codes, lucid_out *e, int64_t *shape, int64_t *strides,
+                      int64_t *numel, int ask_contiguous, PyObject **hold) {
+    *hold = NULL;
+    if (t != Py_None) {
+        PyObject *neg = PyObject_CallMethodObjArgs(t, s_is_neg, NULL);
+        if (neg == NULL) return -1;
+        int is_neg = PyObject_IsTrue(neg);
+        Py_DECREF(neg);
+        if (is_neg < 0) return -1;
+        if (is_neg) {
+            if ((*hold = PyObject_CallMethodObjArgs(t, s_resolve_neg, NULL)) == NULL) return -1;
+            t = *hold;
+        }
+    }
+    if (read_memory(t, codes, e, shape, strides, numel, ask_contiguous) != 0) return -1;
+    if (t != Py_None && e->data == NULL && *numel > 0) {
+        PyObject *c = PyObject_CallMethodObjArgs(t, s_clone, NULL);
+        if (c == NULL) return -1;
+        Py_XDECREF(*hold);
+        *hold = c;
+        if (read_memory(c, codes, e, shape, strides, numel, ask_contiguous) != 0) return -1;
+        if (e->data == NULL) {
+            PyErr_SetString(PyExc_ValueError, "pylucid: a tensor with elements has no memory to read");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void release_holds(PyObject **holds, int n) {
+    for (int i = 0; i < n; i++) Py_CLEAR(holds[i]);
+}
+
+/* Reads the tuple seq: inputs (holds given, see read_input) or outputs. */
 static int read_entries(PyObject *seq, PyObject *codes, lucid_out *es, int64_t (*shapes)[LUCID_MAX_DIMS],
-                        int64_t (*strides)[LUCID_MAX_DIMS], int *n, int64_t *work) {
+                        int64_t (*strides)[LUCID_MAX_DIMS], int *n, int64_t *work, PyObject **holds) {
     if (!PyTuple_Check(seq) || PyTuple_Size(seq) > LENT_MAX) {
         PyErr_Format(PyExc_TypeError, "pylucid: lent() takes tuples of at most %d tensors", LENT_MAX);
         return -1;
@@ -132,7 +171,10 @@ static int read_entries(PyObject *seq, PyObject *codes, lucid_out *es, int64_t (
     *n = (int)PyTuple_Size(seq);
     for (int i = 0; i < *n; i++) {
         int64_t numel;
-        if (read_entry(PyTuple_GetItem(seq, i), codes, &es[i], shapes[i], strides[i], &numel) != 0) return -1;
+        PyObject *t = PyTuple_GetItem(seq, i);
+        int rc = holds != NULL ? read_input(t, codes, &es[i], shapes[i], strides[i], &numel, 0, &holds[i])
+                               : read_memory(t, codes, &es[i], shapes[i], strides[i], &numel, 0);
+        if (rc != 0) return -1;
         if (numel > *work) *work = numel;
     }
     return 0;
@@ -159,17 +201,26 @@ PyObject *hot_lent(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     int64_t out_shapes[LENT_MAX][LUCID_MAX_DIMS], out_strides[LENT_MAX][LUCID_MAX_DIMS];
     int n_in = 0, n_out = 0;
     int64_t work = 0;
-    if (read_entries(args[2], codes, ins, in_shapes, in_strides, &n_in, &work) != 0) return NULL;
-    if (read_entries(args[4], codes, outs, out_shapes, out_strides, &n_out, &work) != 0) return NULL;
+    PyObject *holds[LENT_MAX] = {NULL};
+    PyObject *result = NULL;
+    if (read_entries(args[2], codes, ins, in_shapes, in_strides, &n_in, &work, holds) != 0) goto done;
+    if (read_entries(args[4], codes, outs, out_shapes, out_strides, &n_out, &work, NULL) != 0) goto done;
     int64_t attrs[LUCID_MAX_DIMS + 2];
     int n_attrs = 0;
-    if (args[3] != Py_None && (n_attrs = read_dims(args[3], attrs, "attrs")) < 0) return NULL;
+    if (args[3] != Py_None && (n_attrs = read_dims(args[3], attrs, "attrs")) < 0) goto done;
     int rc;
-    /* The tensors stay alive: the caller holds ins and outs. */
+    /* The tensors stay alive: the caller holds ins and outs, holds the
+     * inputs read in their place. */
     NATIVE_CALL(work <= GIL_KEEP_ELEMS,
                 rc = lucid_op_lent((int32_t)op, (int32_t)winners, ins, n_in, attrs, n_attrs, outs, n_out));
-    if (rc != 0) return status_error(rc);
-    Py_RETURN_NONE;
+    if (rc != 0) {
+        status_error(rc);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    release_holds(holds, n_in);
+    return result;
 }
 
 /*
@@ -204,12 +255,14 @@ PyObject *hot_lent_binary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     lucid_out ins[2], outs[2];
     int64_t shapes[4][LUCID_MAX_DIMS], strides[4][LUCID_MAX_DIMS];
     int64_t numel, other;
-    if (read_entry_as(a, codes, &ins[0], shapes[0], strides[0], &numel, 1) != 0) return NULL;
-    if (read_entry_as(b, codes, &ins[1], shapes[1], strides[1], &other, 1) != 0) return NULL;
+    PyObject *ys[2] = {NULL, NULL}, *holds[2] = {NULL, NULL}, *result = NULL;
+    if (read_input(a, codes, &ins[0], shapes[0], strides[0], &numel, 1, &holds[0]) != 0) goto done;
+    if (read_input(b, codes, &ins[1], shapes[1], strides[1], &other, 1, &holds[1]) != 0) goto done;
     if (ins[0].dtype != ins[1].dtype || ins[0].ndim != ins[1].ndim ||
-        memcmp(shapes[0], shapes[1], (size_t)ins[0].ndim * sizeof(int64_t)) != 0)
-        Py_RETURN_NONE;
-    PyObject *ys[2] = {NULL, NULL}, *result = NULL;
+        memcmp(shapes[0], shapes[1], (size_t)ins[0].ndim * sizeof(int64_t)) != 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
     int n_out = winners ? 2 : 1;
     for (int i = 0; i < n_out; i++) {
         if (i == 0) {
@@ -222,7 +275,7 @@ PyObject *hot_lent_binary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         if (ys[i] == NULL) goto done;
         /* empty_like gives a's shape (and dtype, for y); its strides are
          * read, since it keeps a dense a's layout. */
-        if (read_entry_as(ys[i], codes, &outs[i], shapes[2 + i], strides[2 + i], &other, 1) != 0) goto done;
+        if (read_memory(ys[i], codes, &outs[i], shapes[2 + i], strides[2 + i], &other, 1) != 0) goto done;
         if (outs[i].ndim != ins[0].ndim || (i == 0 && outs[i].dtype != ins[0].dtype) ||
             memcmp(shapes[2 + i], shapes[0], (size_t)ins[0].ndim * sizeof(int64_t)) != 0) {
             PyErr_SetString(PyExc_ValueError, "lent_binary(): empty_like gave another shape or dtype");
@@ -245,5 +298,6 @@ PyObject *hot_lent_binary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
 done:
     Py_XDECREF(ys[0]);
     Py_XDECREF(ys[1]);
+    release_holds(holds, 2);
     return result;
 }

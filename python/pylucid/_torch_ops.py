@@ -159,7 +159,7 @@ class _Lent:
         ffi, lib = _lib.ffi, _lib.lib
         keep: List[Any] = []
 
-        def entries(ts: Sequence[Optional[torch.Tensor]]) -> Any:
+        def entries(ts: Sequence[Optional[torch.Tensor]], inputs: bool) -> Any:
             es = ffi.new("lucid_out[]", builtins.max(1, len(ts)))
             for e, t in zip(es, ts):
                 e.handle = 0
@@ -168,6 +168,12 @@ class _Lent:
                     continue
                 if t.dtype not in codes:
                     raise TypeError("pylucid does not compute on dtype %s" % t.dtype)
+                if inputs:  # values as they read (python/csrc/lent.c: read_input)
+                    if t.is_neg():
+                        t = t.resolve_neg()
+                    if t.numel() and not t.data_ptr():
+                        t = t.clone()
+                    keep.append(t)
                 shape, strides = ffi.new("int64_t[]", list(t.shape) or [0]), ffi.new("int64_t[]", list(t.stride()) or [0])
                 keep.extend((shape, strides))
                 e.data, e.dtype, e.ndim = ffi.cast("void*", t.data_ptr()), codes[t.dtype], t.dim()
@@ -176,7 +182,7 @@ class _Lent:
 
         a = list(attrs or ())
         ca = ffi.new("int64_t[]", a or [0])
-        _lib.check(lib.lucid_op_lent(op, form, entries(ins), len(ins), ca, len(a), entries(outs), len(outs)))
+        _lib.check(lib.lucid_op_lent(op, form, entries(ins, True), len(ins), ca, len(a), entries(outs, False), len(outs)))
 
     @staticmethod
     def lent_binary(op: int, winners: bool, a: torch.Tensor, b: torch.Tensor, codes: Dict[torch.dtype, int],
