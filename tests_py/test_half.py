@@ -148,18 +148,37 @@ def test_bfloat16_arrays_cross_the_boundary():
 
 def test_without_ml_dtypes():
     """In a process where ml_dtypes cannot be imported: bfloat16 tensors still
-    work, numpy() raises a TypeError that names ml_dtypes."""
+    work (docs/dtypes.md: only a bfloat16 NumPy array needs it), numpy()
+    raises a TypeError that names ml_dtypes. tolist(), comparisons,
+    t[i] = v, fill_ and zero_ raised that TypeError too before."""
     code = textwrap.dedent(
         """
         import sys
         sys.modules["ml_dtypes"] = None  # import ml_dtypes now raises ImportError
         import numpy as np, pylucid
-        t = pylucid.tensor([1.0, 2.5, 1e10], dtype=pylucid.bfloat16)
+        bf = pylucid.bfloat16
+        t = pylucid.tensor([1.0, 2.5, 1e10], dtype=bf)
         assert t.dtype is pylucid.bfloat16
         f = t.to(pylucid.float32).numpy()
         assert f.tolist() == [1.0, 2.5, 9999220736.0], f.tolist()
         assert pylucid.ops.maximum(t, 2.0).dtype is pylucid.bfloat16
-        for fn in (t.numpy, lambda: np.asarray(t), t.tolist):
+        assert t.tolist() == [1.0, 2.5, 9999220736.0] and t[1].tolist() == 2.5
+        assert (t < 2).tolist() == [True, False, False] and (t == t).tolist() == [True] * 3
+        assert (t == 2.5).tolist() == [False, True, False] and (t != 1).tolist() == [False, True, True]
+        assert (t >= pylucid.tensor([1.0, 3.0, 0.0])).tolist() == [True, False, True]
+        assert (t == 2.501).tolist() == [False, True, False]  # the float rounded to bfloat16 first (NumPy's weak rule)
+        assert t[t > 2].tolist() == [2.5, 9999220736.0]
+        t[0] = 1 + 2.0**-8 + 2.0**-40  # rounded once: up, not to the float32 tie
+        assert t.tolist()[0] == 1.0078125, t.tolist()
+        t[1:] = pylucid.tensor([[3.0, 4.0]])
+        assert t.tolist() == [1.0078125, 3.0, 4.0]
+        t[[2, 0]] = pylucid.tensor([5.0, 6.0], dtype=bf)
+        assert t.tolist() == [6.0, 3.0, 5.0]
+        assert t.fill_(-0.5).tolist() == [-0.5] * 3 and t.zero_().tolist() == [0.0] * 3
+        g = pylucid.tensor([1.0, 2.0])
+        g[:] = pylucid.tensor([7.0, 8.0], dtype=bf)  # a bfloat16 value into float32
+        assert g.tolist() == [7.0, 8.0]
+        for fn in (t.numpy, lambda: np.asarray(t)):
             try:
                 fn()
             except TypeError as e:

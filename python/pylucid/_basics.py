@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
+import math
 import operator
 import secrets
 
@@ -263,7 +264,15 @@ def setitem(t: "Tensor", key: Any, value: Any) -> None:
     advanced = not all(_is_basic(k) for k in keys)
     ints, rest = _ints_first(t.ndim, keys) if advanced else (keys, ())
 
-    arr = t.detach().numpy()
+    if t.dtype.name == "bfloat16":
+        # The raw bits, written as bits: the value rounded once by the core
+        # (docs/dtypes.md; no ml_dtypes, whose float64 conversion rounds
+        # through float32), a bfloat16 tensor's own bits as they are.
+        arr = _convert._raw_bits(t.detach())
+        src = _convert._raw_bits(value.detach() if isinstance(value, Tensor) and value.dtype is t.dtype
+                                 else _convert.tensor(np.asarray(src), dtype=t.dtype))
+    else:
+        arr = t.detach().numpy()
     with np.errstate(all="ignore"):  # cast first, so no warning (an error under -W error) comes mid-write; floats
         src = np.asarray(src).astype(arr.dtype, copy=False)  # round to ±inf silently (docs/dtypes.md)
     if src.ndim and src.shape[0] == 1:  # leading size-1 dims past the target's are dropped, as torch does
@@ -310,7 +319,7 @@ def _assigned(value: Any, dt: Any) -> Any:
         if dt.name != "bool":
             _scalars.check_int_range(value, value, dt)
         return value
-    arr = value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)
+    arr = values(value.detach()) if isinstance(value, Tensor) else np.asarray(value)
     if arr.dtype.kind not in "biuf" and arr.dtype.name != "bfloat16" or arr.dtype.kind == "c":
         raise TypeError("can't assign a %s to a pylucid Tensor" % type(value).__name__)
     _scalars.check_fits(arr, dt)  # a NaN or 1e10 into int32 raises, never writes a wrapped number
@@ -321,9 +330,11 @@ def compare(t: "Tensor", other: Any, ufunc: Any) -> "Tensor":
     """t <op> other in the dtype pylucid's promotion gives the pair
     (docs/dtypes.md: an int64 tensor against a float32 one compares in
     float32, as in torch, not in float64 as NumPy would), a bool tensor
-    outside any graph; NaN is unequal to everything, as in NumPy."""
+    outside any graph; NaN is unequal to everything, as in NumPy. A Python
+    int compares exactly, as Python compares an int with a float (_int_compare).
+    bfloat16 compares through float32 (exact), so it needs no ml_dtypes."""
     Tensor, from_numpy = getattr(_convert, "Tensor"), _convert.from_numpy  # the class tensor.py registered
-    from .dtypes import float32
+    from .dtypes import bfloat16, float32
 
     if _convert._foreign(other):
         return NotImplemented  # type: ignore[no-any-return]  # t == "a" is False, t < None a TypeError, as torch
@@ -332,14 +343,61 @@ def compare(t: "Tensor", other: Any, ufunc: Any) -> "Tensor":
         try:
             b = other.detach() if isinstance(other, Tensor) else _convert.as_tensor(other)
         except TypeError:  # a NumPy dtype pylucid lacks (uint32, str, ...): NumPy compares it
-            return from_numpy(np.asarray(ufunc(a.numpy(), other), order="C"))
+            return from_numpy(np.asarray(ufunc(values(a), other), order="C"))
         common = _promoted(a, b)
         a, b = a.to(common), b.to(common)
-        other = b.numpy()
-    elif isinstance(other, float) and not a.dtype.is_floating_point:
-        a = a.to(float32)  # a Python float is weak: an integer tensor meets it in the default float
-    # else a Python int or bool meets t in t's dtype: NumPy's weak rule is the same (and exact out of range)
-    return from_numpy(np.asarray(ufunc(a.numpy(), other), order="C"))  # asarray: a 0-d result stays 0-d
+        other = values(b)
+    elif isinstance(other, float):
+        if not a.dtype.is_floating_point:
+            a = a.to(float32)  # a Python float is weak: an integer tensor meets it in the default float
+        elif a.dtype is bfloat16:
+            other = _convert.tensor(other, dtype=bfloat16).item()  # weak: rounded to the tensor's dtype, as NumPy
+    elif isinstance(other, int) and a.dtype.is_floating_point:
+        return from_numpy(np.asarray(_int_compare(values(a), other, ufunc), order="C"))
+    # else a Python int or bool meets an integer or bool t in t's dtype: NumPy's weak rule (exact out of range)
+    return from_numpy(np.asarray(ufunc(values(a), other), order="C"))  # asarray: a 0-d result stays 0-d
+
+
+def values(t: "Tensor") -> np.ndarray:
+    """t's values as a NumPy array over its memory; bfloat16 widened to
+    float32 (a copy, exact), which needs no ml_dtypes."""
+    from .dtypes import bfloat16, float32
+
+    return t.to(float32).numpy() if t.dtype is bfloat16 else t.numpy()
+
+
+def _int_compare(x: np.ndarray, n: int, ufunc: Any) -> np.ndarray:
+    """ufunc(x, n) for a floating array x and a Python int n, exact as
+    Python compares an int with a float (tensor([16777216.]) == 16777217 is
+    False in float32, and no int is converted past a dtype's range). Where n
+    is one of x's dtype's values the comparison is NumPy's; otherwise no
+    element equals n, and x < n exactly where x is at most lo, the largest
+    value of x's dtype below n (x > n where x is at least hi, the smallest
+    above it; ±inf past the range)."""
+    c = x.dtype.type
+    f = _nearest_float(n, x.dtype)
+    if f == n:  # exact in x's dtype (Python compares the float and the int exactly)
+        return ufunc(x, c(f))  # type: ignore[no-any-return]
+    if ufunc is np.equal or ufunc is np.not_equal:
+        return np.full(x.shape, ufunc is np.not_equal)
+    with np.errstate(over="ignore"):  # the step from the largest finite value is ±inf, as wanted
+        lo, hi = (np.nextafter(c(f), c(-np.inf)), c(f)) if f > n else (c(f), np.nextafter(c(f), c(np.inf)))
+    if ufunc is np.less or ufunc is np.less_equal:
+        return np.less_equal(x, lo)  # type: ignore[no-any-return]
+    return np.greater_equal(x, hi)  # type: ignore[no-any-return]
+
+
+def _nearest_float(n: int, npd: np.dtype) -> float:
+    """The value of NumPy float dtype npd nearest to the int n (rounded once,
+    ±inf past the range), as a Python float."""
+    from .dtypes import float16, float32
+
+    if npd == np.float64:
+        try:
+            return float(n)
+        except OverflowError:
+            return math.inf if n > 0 else -math.inf
+    return _scalars.int_to_float(n, float16 if npd == np.float16 else float32)
 
 
 def _promoted(a: "Tensor", b: "Tensor") -> Any:
@@ -405,20 +463,18 @@ def manual_seed(seed: int) -> Generator:
 
 # ---- factories ----
 
-def _make(values: np.ndarray, dtype: Any, requires_grad: bool) -> "Tensor":
-    from .dtypes import as_dtype, bfloat16, float32
-    from_numpy = _convert.from_numpy
+def _make(name: str, values: np.ndarray, dtype: Any, requires_grad: Any) -> "Tensor":
+    """A factory's result: values (a fresh array) in dtype, converted as
+    tensor() converts (_convert.array_to: float16/bfloat16 rounded once from
+    the float64 or int64 values, integers only where they fit); the default
+    float for float64 values without a dtype."""
+    from .dtypes import as_dtype
 
+    requires_grad = _scalars.requires_grad_flag(name, requires_grad)
     dt = as_dtype(dtype) if dtype is not None else None
-    if dt is bfloat16:  # NumPy makes float32; the core rounds (no ml_dtypes needed)
-        out = from_numpy(np.asarray(values, dtype=np.float32, order="C")).to(bfloat16)
-    elif dt is not None:
-        _scalars.check_fits(values, dt)  # full(2, 300, dtype=uint8) raises, as tensor([300, 300], ...) does
-        out = from_numpy(np.asarray(values, dtype=dt.numpy_dtype, order="C"))
-    else:
-        if values.dtype == np.float64:
-            values = values.astype(np.float32)
-        out = from_numpy(np.asarray(values, order="C"))
+    if dt is None and values.dtype == np.float64:
+        values = values.astype(np.float32)
+    out = _convert.array_to(values, dt)
     if requires_grad:
         if not out.dtype.is_floating_point:
             raise RuntimeError("Only Tensors of floating point dtype can require gradients")
@@ -434,28 +490,32 @@ def _default(dtype: Any) -> Any:
 
 def full(size: Any, fill_value: Union[bool, int, float], *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
     """A new tensor of ``size`` filled with ``fill_value`` (its dtype follows
-    the value, as torch: bool, int64 or the default float, unless given)."""
+    the value, as torch: bool, int64 or the default float, unless given; a
+    NumPy number counts as the Python number of its kind)."""
     shape = sizes(size if isinstance(size, tuple) else (size,))
     if not isinstance(fill_value, (bool, int, float, np.bool_, np.integer, np.floating)):
         raise TypeError("full(): fill_value must be a number (bool, int or float), not %s" % type(fill_value).__name__)
+    if isinstance(fill_value, np.generic):
+        fill_value = fill_value.item()  # np.int64(3) fills int64, as 3 does
     if dtype is None:
         from .dtypes import bool_, float32, int64
         dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
-    return _make(np.full(shape, fill_value, dtype=np.float64 if isinstance(fill_value, float) else None), dtype,
-                 requires_grad)
+    values = np.full(shape, fill_value, dtype=np.float64 if isinstance(fill_value, float) else None)
+    return _make("full", values, dtype, requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
     """A new tensor of ones (the default float unless ``dtype``):
     ``ones(2, 3)``, ``ones((2, 3))`` or, as NumPy, ``ones((2, 3), dtype)``."""
     shape, dtype = _size_and_dtype(size, dtype)
-    return _make(np.ones(shape), _default(dtype), requires_grad)
+    return _make("ones", np.ones(shape), _default(dtype), requires_grad)
 
 
 def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
     """A new tensor of zeros (the default float unless ``dtype``):
     ``zeros(2, 3)``, ``zeros((2, 3))`` or, as NumPy, ``zeros((2, 3), dtype)``."""
     shape, dtype = _size_and_dtype(size, dtype)
+    requires_grad = _scalars.requires_grad_flag("zeros", requires_grad)
     out = _convert.zeros(shape, _default(dtype))  # zeroed by the core: no NumPy array made
     if requires_grad:
         if not out.dtype.is_floating_point:
@@ -467,7 +527,7 @@ def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor
 def empty(*size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
     """A new tensor whose values are unspecified (here: zeros); called as
     :func:`zeros`."""
-    return zeros(*size, dtype=dtype, requires_grad=requires_grad)
+    return zeros(*size, dtype=dtype, requires_grad=_scalars.requires_grad_flag("empty", requires_grad))
 
 
 def arange(start: Union[int, float], end: Optional[Union[int, float]] = None, step: Union[int, float] = 1, *,
@@ -485,8 +545,29 @@ def arange(start: Union[int, float], end: Optional[Union[int, float]] = None, st
     if dtype is None:
         from .dtypes import float32, int64
         dtype = int64 if ints else float32
-    vals = np.arange(start, end, step, dtype=np.int64 if ints else np.float64)
-    return _make(vals, dtype, requires_grad)
+    if ints:
+        vals = _int_range(int(start), int(end), int(step))
+    else:
+        vals = np.arange(start, end, step, dtype=np.float64)
+    return _make("arange", vals, dtype, requires_grad)
+
+
+def _int_range(start: int, end: int, step: int) -> np.ndarray:
+    """arange of Python ints, counted exactly: every value must be an
+    int64 (arange(2**63 - 2, 2**63 + 2) raises OverflowError, where NumPy
+    wraps to negative numbers)."""
+    n = max(0, -((start - end) // step))  # ceil((end - start) / step)
+    last = start + (n - 1) * step
+    lo, hi = -(1 << 63), (1 << 63) - 1
+    for v in ((start, last) if n else ()):
+        if not lo <= v <= hi:
+            raise OverflowError("arange(): value %d is out of the range of int64" % v)
+    if not lo <= step <= hi:
+        raise OverflowError("arange(): step %d is out of the range of int64" % step)
+    # start + step * i: each product and sum wraps modulo 2**64 at most where
+    # the exact result, an int64 (checked above), comes out right.
+    with np.errstate(over="ignore"):
+        return np.arange(n, dtype=np.int64) * np.int64(step) + np.int64(start)
 
 
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
@@ -495,38 +576,39 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None, require
         raise TypeError("linspace(): steps must be an int, not %s" % type(steps).__name__)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    return _make(np.linspace(start, end, int(steps)), _default(dtype), requires_grad)
+    return _make("linspace", np.linspace(start, end, int(steps)), _default(dtype), requires_grad)
 
 
-def _like(t: "Tensor", dtype: Any, name: str = "zeros_like") -> Tuple[Tuple[int, ...], Any]:
+def _like(t: "Tensor", dtype: Any, name: str, requires_grad: Any) -> Tuple[Tuple[int, ...], Any, bool]:
+    """A *_like factory's shape, dtype and checked requires_grad."""
     Tensor = getattr(_convert, "Tensor")
     if not isinstance(t, Tensor):
         raise TypeError("%s(): argument 'input' must be a Tensor, not %s" % (name, type(t).__name__))
-    return t.shape, t.dtype if dtype is None else dtype
+    return t.shape, t.dtype if dtype is None else dtype, _scalars.requires_grad_flag(name, requires_grad)
 
 
 def zeros_like(t: "Tensor", *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
     """A new tensor of zeros with ``t``'s shape (and its dtype unless ``dtype``)."""
-    shape, dt = _like(t, dtype)
+    shape, dt, requires_grad = _like(t, dtype, "zeros_like", requires_grad)
     return zeros(shape, dtype=dt, requires_grad=requires_grad)
 
 
 def ones_like(t: "Tensor", *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
     """A new tensor of ones with ``t``'s shape (and its dtype unless ``dtype``)."""
-    shape, dt = _like(t, dtype, "ones_like")
+    shape, dt, requires_grad = _like(t, dtype, "ones_like", requires_grad)
     return ones(shape, dtype=dt, requires_grad=requires_grad)
 
 
 def empty_like(t: "Tensor", *, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
     """A new tensor with ``t``'s shape (and its dtype unless ``dtype``), values unspecified (here: zeros)."""
-    shape, dt = _like(t, dtype, "empty_like")
+    shape, dt, requires_grad = _like(t, dtype, "empty_like", requires_grad)
     return empty(shape, dtype=dt, requires_grad=requires_grad)
 
 
 def full_like(t: "Tensor", fill_value: Union[bool, int, float], *, dtype: Any = None,
               requires_grad: bool = False) -> "Tensor":
     """A new tensor of ``fill_value`` with ``t``'s shape (and its dtype unless ``dtype``)."""
-    shape, dt = _like(t, dtype, "full_like")
+    shape, dt, requires_grad = _like(t, dtype, "full_like", requires_grad)
     return full(shape, fill_value, dtype=dt, requires_grad=requires_grad)
 
 
@@ -541,7 +623,19 @@ def _random(name: str, draw: str, shape: Tuple[int, ...], generator: Optional[Ge
     if not dt.is_floating_point:
         raise TypeError("%s(): dtype must be a floating dtype, got %s" % (name, dt.name))
     g = generator or default_generator
-    return _make(getattr(g._rng, draw)(shape), dt, requires_grad)
+    bits = _SIGNIFICAND_BITS.get(dt.name)
+    if draw == "random" and bits is not None:
+        # On the dtype's own grid, k / 2**p for k in [0, 2**p): a float64
+        # draw rounded to a narrower dtype can round up to 1.0.
+        values = g._rng.integers(0, 1 << bits, size=shape, dtype=np.int64) * (0.5 ** bits)
+    else:
+        values = getattr(g._rng, draw)(shape)
+    return _make(name, values, dt, requires_grad)
+
+
+# The significand bits (the implicit one included) of the floating dtypes
+# narrower than float64, whose uniform draws are multiples of 2**-bits.
+_SIGNIFICAND_BITS = {"float16": 11, "bfloat16": 8, "float32": 24}
 
 
 def rand(*size: Any, generator: Optional[Generator] = None, dtype: Any = None,
@@ -559,12 +653,12 @@ def randn(*size: Any, generator: Optional[Generator] = None, dtype: Any = None,
 def rand_like(t: "Tensor", *, generator: Optional[Generator] = None, dtype: Any = None,
               requires_grad: bool = False) -> "Tensor":
     """:func:`rand` with ``t``'s shape (and its dtype unless ``dtype``)."""
-    shape, dt = _like(t, dtype, "rand_like")
+    shape, dt, requires_grad = _like(t, dtype, "rand_like", requires_grad)
     return _random("rand_like", "random", shape, generator, dt, requires_grad)
 
 
 def randn_like(t: "Tensor", *, generator: Optional[Generator] = None, dtype: Any = None,
                requires_grad: bool = False) -> "Tensor":
     """:func:`randn` with ``t``'s shape (and its dtype unless ``dtype``)."""
-    shape, dt = _like(t, dtype, "randn_like")
+    shape, dt, requires_grad = _like(t, dtype, "randn_like", requires_grad)
     return _random("randn_like", "standard_normal", shape, generator, dt, requires_grad)

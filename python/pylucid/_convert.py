@@ -156,19 +156,25 @@ def tensor(data: Any, dtype: Optional[DTypeLike] = None, requires_grad: bool = F
         else:
             arr, want = _from_python(data, want)
         from_numpy_dtype(arr.dtype)  # raises TypeError naming an unsupported dtype
-        if want is not None and want.is_floating_point and want.itemsize == 2:
-            # float16/bfloat16: the library's cast rounds once, from the source
-            # dtype (ml_dtypes rounds float64 to bfloat16 through float32), and
-            # needs no ml_dtypes.
-            out = from_numpy(np.array(arr, order="C")).to(want)
-        else:
-            if want is not None:
-                _scalars.check_fits(arr, want)  # no NaN, infinity or wrapped value into an integer dtype
-                arr = arr.astype(want.numpy_dtype)
-            out = from_numpy(np.array(arr, order="C"))  # a private copy; keeps 0-d shapes
-    if requires_grad:
+        out = array_to(arr, want)
+    if _scalars.requires_grad_flag("tensor", requires_grad):
         out.requires_grad_(True)
     return out
+
+
+def array_to(arr: np.ndarray, want: Optional[dtype]) -> "Tensor":
+    """A new tensor of the values of ``arr`` (a private array, which the
+    tensor may keep) in ``want`` (None: arr's own dtype), converted as
+    docs/dtypes.md says: into float16/bfloat16 by the library's cast, which
+    rounds once from the source dtype (ml_dtypes rounds float64 to bfloat16
+    through float32) and needs no ml_dtypes; into an integer dtype only
+    where every value fits. tensor() and the factories share it."""
+    if want is not None and want.is_floating_point and want.itemsize == 2:
+        return from_numpy(np.asarray(arr, order="C")).to(want)
+    if want is not None:
+        _scalars.check_fits(arr, want)  # no NaN, infinity or wrapped value into an integer dtype
+        arr = arr.astype(want.numpy_dtype)
+    return from_numpy(np.array(arr, order="C"))  # a private copy; keeps 0-d shapes
 
 
 def _from_python(data: Any, want: Optional[dtype]) -> Tuple[np.ndarray, Optional[dtype]]:

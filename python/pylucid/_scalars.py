@@ -153,6 +153,16 @@ def flag(value: Any, what: str) -> bool:
     raise TypeError("%s must be a bool, not %s" % (what, type(value).__name__))
 
 
+def requires_grad_flag(name: str, value: Any) -> bool:
+    """The ``requires_grad=`` of a factory (tensor, zeros, full, rand, ...):
+    a bool (a NumPy bool too) or None (False, as torch takes it); 1, 0.0 or
+    "yes" raise TypeError, as torch's factories do, instead of being read by
+    their truth."""
+    if isinstance(value, (bool, np.bool_)) or value is None:
+        return bool(value)
+    raise TypeError("%s(): argument 'requires_grad' must be bool, not %s" % (name, type(value).__name__))
+
+
 def index_list(value: Any, what: str) -> List[int]:
     """``value`` as a list of ints: one integer (anything ``operator.index``
     accepts) or a sequence of them. Floats, bools and other non-integers

@@ -23,7 +23,7 @@ from .dtypes import BY_CODE, DTypeLike, as_dtype, bfloat16, bool_, dtype, float3
 from ._runtime import ADD, CAST, COPY, DIV, MAXIMUM, MEAN, MINIMUM, MUL, NEG, SUB, SUM  # noqa: F401
 from ._runtime import _dead, _hot, drain, flush_released, functions  # noqa: F401
 from ._runtime import Releaser, _borrowed, _dead_lock, _tokens, records  # noqa: F401
-from . import _calls, _convert
+from . import _basics, _calls, _convert
 from ._methods import TensorMethods
 from ._calls import _PENDING, _out_descs, call1, call_op, from_handle, out_desc, out_desc_address  # noqa: F401
 from ._calls import wrap_info as _wrap  # noqa: F401
@@ -372,7 +372,7 @@ class Tensor(TensorMethods, _TensorBase):
 
     def tolist(self) -> Any:
         """The values as nested Python lists (a number for a 0-d tensor)."""
-        return self.detach().numpy().tolist()
+        return _basics.values(self.detach()).tolist()  # bfloat16 through float32: no ml_dtypes needed
 
     def item(self) -> Scalar:
         """The value of a one-element tensor as a Python number."""
