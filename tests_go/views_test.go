@@ -2,6 +2,7 @@ package tests_go
 
 import (
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,4 +171,42 @@ func TestHalfValuesPrintAsDecimalsThatReadBack(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTakeReadsByStrides: take reads each position where the view's strides
+// put it (expanded, reversed, transposed, offset views), equal to take of
+// a contiguous copy, and allocates only its result: an expanded view of any
+// size is never copied (docs/tensor.md).
+func TestTakeReadsByStrides(t *testing.T) {
+	x := f64(t, []int{3, 4}, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+	col := must(t)(ops.Slice(nil, x, 1, 1, 2, 1)) // (3, 1), offset 1, strides (4, 1)
+	views := map[string]*tensor.Tensor{
+		"expanded":   must(t)(ops.Expand(nil, col, []int{3, 5})),
+		"reversed":   must(t)(ops.Slice(nil, must(t)(ops.Slice(nil, x, 1, -1, -100, -2)), 0, -1, -100, -1)),
+		"transposed": must(t)(ops.Permute(nil, x, []int{1, 0})),
+		"row":        must(t)(ops.Slice(nil, x, 0, 2, 3, 1)),
+	}
+	for name, v := range views {
+		n := v.Numel()
+		pos := make([]int64, 0, 2*n)
+		for p := n - 1; p >= 0; p-- {
+			pos = append(pos, int64(p), int64((p*7)%n))
+		}
+		idx, err := tensor.FromInt64s(dtype.Int64, []int{len(pos)}, pos)
+		require.NoError(t, err)
+		dense := must(t)(ops.Reshape(nil, must(t)(ops.Add(nil, v, f64(t, nil, 0))), v.Shape()))
+		require.True(t, dense.IsContiguous())
+		require.Equal(t, must(t)(ops.Take(nil, dense, idx)).Float64s(), must(t)(ops.Take(nil, v, idx)).Float64s(), name)
+	}
+
+	one := fromVals(t, dtype.Float32, []int{1, 2}, 1, 2)
+	huge := must(t)(ops.Expand(nil, one, []int{1 << 26, 2})) // a contiguous copy would be 512 MiB
+	idx, err := tensor.FromInt64s(dtype.Int64, []int{2}, []int64{1<<27 - 1, 2})
+	require.NoError(t, err)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got := must(t)(ops.Take(nil, huge, idx))
+	runtime.ReadMemStats(&after)
+	require.Equal(t, []float64{2, 1}, got.Float64s())
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "take allocated more than its result")
 }

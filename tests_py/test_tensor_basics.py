@@ -773,3 +773,102 @@ def test_comparison_examples_of_the_issue() -> None:
         assert (pylucid.tensor([float("inf")]) > 2**200).tolist() == [True]
     # NumPy integers are strong, as tensors: they promote (int64 with float32 is float32, as in torch)
     assert (pylucid.tensor([16777216.0]) == np.int64(16777217)).tolist() == [True]
+
+
+def test_advanced_indexing_reads_an_expanded_view_in_memory_proportional_to_the_result() -> None:
+    """An index array or mask into a huge broadcast view: positions are
+    found dim by dim through broadcast views, not from an array of every
+    position (expand(2**29, 2)[[...]] allocated 8 GiB)."""
+    import tracemalloc
+
+    base = pylucid.tensor([1.0, 2.0])
+    big = base.expand(2**25, 2)  # 2**26 elements over 2 in memory (512 MiB of positions before)
+    tracemalloc.start()
+    try:
+        got = big[[0, 2**25 - 1], [1, 0]]
+        col = big[np.array([3, 7, 3]), 1]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got.tolist() == [2.0, 1.0] and col.tolist() == [2.0, 2.0, 2.0]
+    assert peak < 1 << 20, peak
+    # Every key form reads the elements it read before: positions against the
+    # full position array (the old way), and an expanded view against its copy.
+    from pylucid import _basics
+
+    keys = ADVANCED_KEYS + [(slice(None), 2, [0, 3]), (np.array([[0], [1]]), slice(1, 3), [1, 2]),
+                            (Ellipsis, np.array([True, False, True, False])), (0, X[0] > -1), ([1, 0], None, Ellipsis),
+                            ([-1, 0], [-3, 2]), (None, [1], 0, slice(None, None, -1)), (1, [True, False, True])]
+    narrow = pylucid.from_numpy(X[:, :1, :].copy()).expand(2, 3, 4)
+    wide = pylucid.tensor(np.broadcast_to(X[:, :1, :], (2, 3, 4)).copy())
+    for key in keys:
+        ks = key if isinstance(key, tuple) else (key,)
+        ints, rest = _basics._ints_first(3, ks)
+        np.testing.assert_array_equal(_basics._positions((2, 3, 4), ints, rest),
+                                      np.arange(24).reshape(2, 3, 4)[ints][rest], err_msg=repr(key))
+        np.testing.assert_array_equal(narrow[key].numpy(), wide[key].numpy(), err_msg=repr(key))
+    z = pylucid.tensor(5.0)
+    assert z[True].tolist() == [5.0] and z[False].shape == (0,) and z[None, True].shape == (1, 1)
+    for bad in [(None, [0, 0]), ([0],), (np.array([True, False]),)]:
+        with pytest.raises(IndexError):
+            z[bad]
+
+
+def _random_key(rng: np.random.Generator, shape: tuple) -> tuple:
+    """A random indexing key (valid or not) for an array of shape."""
+    parts: list = []
+    for _ in range(rng.integers(1, len(shape) + 3)):
+        n = shape[len(parts) % len(shape)] if shape else 1
+        kind = rng.integers(0, 9)
+        if kind == 0:
+            parts.append(int(rng.integers(-n - 1, n + 1)))
+        elif kind == 1:
+            step = int(rng.choice([-2, -1, 1, 2, 3]))
+            parts.append(slice(int(rng.integers(-n - 1, n + 1)), int(rng.integers(-n - 1, n + 1)), step))
+        elif kind == 2:
+            parts.append(None)
+        elif kind == 3 and not any(p is Ellipsis for p in parts):
+            parts.append(Ellipsis)
+        elif kind == 4:
+            parts.append(rng.integers(-n - 1, n + 1, size=tuple(rng.integers(0, 3, size=rng.integers(0, 3)))))
+        elif kind == 5:
+            parts.append([int(v) for v in rng.integers(-n - 1, n + 1, size=rng.integers(0, 4))])
+        elif kind == 6:
+            parts.append(rng.random(n) < 0.5)
+        elif kind == 7:
+            parts.append(bool(rng.integers(0, 2)))
+        else:
+            parts.append(slice(None))
+    return tuple(parts)
+
+
+def test_positions_equal_the_full_position_arrays_on_random_keys() -> None:
+    """_positions (memory proportional to the result) against indexing the
+    array of every position, as before: the same positions or the same
+    exception type, on 3,000 random keys, valid and invalid."""
+    from pylucid import _basics
+
+    rng = np.random.default_rng(2026)
+    checked = 0
+    for _ in range(3000):
+        shape = tuple(int(v) for v in rng.integers(0, 4, size=rng.integers(0, 4)))
+        key = _random_key(rng, shape)
+        try:
+            ints, rest = _basics._ints_first(len(shape), key)
+        except IndexError:
+            continue
+        try:
+            want: Any = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[ints][rest]
+        except (IndexError, ValueError) as e:
+            want = type(e)
+        try:
+            got: Any = _basics._positions(shape, ints, rest)
+        except (IndexError, ValueError) as e:
+            got = type(e)
+        if isinstance(want, type) or isinstance(got, type):
+            assert (got is IndexError or got is ValueError) and (want is IndexError or want is ValueError), (shape, key, got, want)
+            continue
+        assert got.shape == want.shape, (shape, key)
+        np.testing.assert_array_equal(got, want, err_msg=repr((shape, key)))
+        checked += 1
+    assert checked > 1000

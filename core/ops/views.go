@@ -189,20 +189,24 @@ func takeForward(c *Context, s *spec, in []*tensor.Tensor, attrs []int64) ([]*te
 	if err != nil {
 		return nil, nil, err
 	}
-	src, err := contiguous(c, a)
-	if err != nil {
-		return nil, nil, err
-	}
 	out, err := tensor.Empty(a.Dtype(), index.Shape())
 	if err != nil {
 		return nil, nil, err
 	}
+	// Each position is read where a's strides put it: no contiguous copy of
+	// a, whose size may be any at all for an expanded view (memory
+	// proportional to the result, docs/tensor.md).
 	size := a.Dtype().Size()
-	from, to := src.DataPointer(), out.DataPointer()
+	from, to := a.DataPointer(), out.DataPointer()
+	shape, strides, dense := a.ShapeRef(), a.StridesRef(), a.IsContiguous()
 	for j, p := range pos {
-		copy(unsafe.Slice((*byte)(unsafe.Add(to, j*size)), size), unsafe.Slice((*byte)(unsafe.Add(from, int(p)*size)), size))
+		off := int(p)
+		if !dense {
+			off = stridedOffset(off, shape, strides)
+		}
+		copy(unsafe.Slice((*byte)(unsafe.Add(to, j*size)), size), unsafe.Slice((*byte)(unsafe.Add(from, off*size)), size))
 	}
-	runtime.KeepAlive(src)
+	runtime.KeepAlive(a)
 	runtime.KeepAlive(out)
 	record(c, takeOp, []*tensor.Tensor{a, index}, []*tensor.Tensor{out}, []*tensor.Tensor{index})
 	return []*tensor.Tensor{out}, nil, nil
@@ -291,6 +295,18 @@ func positions(name string, index *tensor.Tensor, n int) ([]int64, error) {
 		}
 	}
 	return pos, nil
+}
+
+// stridedOffset is the memory offset, in elements from the data pointer,
+// of the element at row-major position p of a tensor of shape and strides.
+func stridedOffset(p int, shape, strides []int) int {
+	off := 0
+	for d := len(shape) - 1; d >= 0 && p > 0; d-- {
+		n := shape[d]
+		off += (p % n) * strides[d]
+		p /= n
+	}
+	return off
 }
 
 // contiguous returns t itself when its elements are laid out row-major in

@@ -194,13 +194,111 @@ def _ints_first(ndim: int, keys: Tuple[Any, ...]) -> Tuple[Tuple[Any, ...], Tupl
     return tuple(ints) + (Ellipsis,), tuple(rest)  # (the Ellipsis keeps a 0-d result a view, not a scalar)
 
 
+_INDEX_TYPES = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean "
+                "arrays are valid indices")
+
+
+def _positions(shape: Tuple[int, ...], ints: Tuple[Any, ...], rest: Tuple[Any, ...]) -> np.ndarray:
+    """The row-major flat positions of the elements ``x[ints][rest]`` reads
+    from an x of shape (NumPy's rules for each step), in memory proportional
+    to the result and the key, never to x: an expanded view can have any
+    size at all. Each int fixes its dim; in ``rest`` every dim is indexed
+    by a stand-in that lists only the positions the key can reach there (a
+    slice's range, an array's values, a mask's nonzero), and NumPy's own
+    indexing of broadcast views of those lists places the result dims."""
+    steps = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        steps[d] = steps[d + 1] * shape[d + 1]
+    if len(ints) - 1 > len(shape):
+        raise IndexError("too many indices for array: array is %d-dimensional, but %d were indexed"
+                         % (len(shape), len(ints) - 1))
+    base = 0
+    free: List[int] = []  # the dims ints leaves to rest
+    for d, k in enumerate(ints[:-1]):  # ints: one entry per leading dim, then Ellipsis
+        if isinstance(k, slice):
+            free.append(d)
+            continue
+        n, i = shape[d], operator.index(k)
+        if not -n <= i < n:
+            raise IndexError("index %d is out of bounds for axis %d with size %d" % (i, d, n))
+        base += (i % n) * steps[d]
+    free.extend(range(len(ints) - 1, len(shape)))
+
+    def width(k: Any) -> int:  # the dims of x that k consumes
+        if k is None or k is Ellipsis or isinstance(k, (bool, np.bool_)):
+            return 0
+        return int(k.ndim) if isinstance(k, np.ndarray) and k.dtype == np.bool_ else 1
+
+    keys = [np.asarray(k) if isinstance(k, list) else k for k in rest]
+    keys = [k.astype(np.int64) if isinstance(k, np.ndarray) and k.size == 0 and k.dtype.kind == "f" else k
+            for k in keys]  # x[[]]: an empty list indexes as ints, as NumPy
+    for k in keys:
+        if not (k is None or k is Ellipsis or isinstance(k, (slice, bool, np.bool_, int, np.integer))
+                or isinstance(k, np.ndarray) and k.dtype.kind in "biu"):
+            raise IndexError(_INDEX_TYPES)
+    used = sum(width(k) for k in keys)
+    if used > len(free):
+        raise IndexError("too many indices for array: array is %d-dimensional, but %d were indexed" % (len(free), used))
+    if not any(k is Ellipsis for k in keys):
+        keys.append(Ellipsis)
+    key: List[Any] = []
+    lists: List[np.ndarray] = []  # per free dim: the positions its stand-in lists
+    out_of_bounds: List[str] = []  # NumPy's errors, raised only where the arrays select something
+    for k in keys:
+        if k is None or isinstance(k, (bool, np.bool_)) or isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype == np.bool_:
+            key.append(k)  # a new dim (None, a 0-d bool), no dim of x
+            continue
+        if k is Ellipsis:  # kept, so NumPy places the result dims as it would (an Ellipsis separates arrays)
+            for d in free[len(lists):len(lists) + len(free) - used]:
+                lists.append(np.arange(shape[d], dtype=np.int64) * steps[d])
+            key.append(Ellipsis)
+            continue
+        dims = free[len(lists):len(lists) + width(k)]
+        if isinstance(k, slice):
+            r = range(shape[dims[0]])[k]
+            lists.append(np.arange(r.start, r.stop, r.step, dtype=np.int64) * steps[dims[0]])
+            key.append(slice(None))
+            continue
+        arrays = [np.asarray(k)]
+        if arrays[0].dtype == np.bool_:
+            got, want = arrays[0].shape, tuple(shape[d] for d in dims)
+            for a, (g, w) in enumerate(zip(got, want)):
+                if g != w and (arrays[0].size or math.prod(shape)):  # NumPy lets an empty mask into an empty array
+                    raise IndexError("boolean index did not match indexed array along axis %d; size of axis is %d "
+                                     "but size of corresponding boolean axis is %d" % (len(lists) + a, w, g))
+            arrays = list(arrays[0].nonzero())  # x[mask] is x[mask.nonzero()] (NumPy)
+        for a, d in zip(arrays, dims):
+            n = shape[d]
+            a = a.astype(np.int64)
+            if a.size and (a.min() < -n or a.max() >= n):
+                bad = int(a.min()) if a.min() < -n else int(a.max())
+                message = "index %d is out of bounds for axis %d with size %d" % (bad, len(lists), n)
+                if not a.ndim:
+                    raise IndexError(message)  # a 0-d array is an integer index to NumPy: checked at once
+                out_of_bounds.append(message)
+            lists.append(np.where(a < 0, a + n, a).ravel() * steps[d])
+            key.append(np.arange(a.size, dtype=np.int64).reshape(a.shape) if a.ndim else np.int64(0))
+    if out_of_bounds and math.prod(np.broadcast_shapes(*(  # a 0-d bool is an advanced index of size 1 or 0
+            (int(k),) if isinstance(k, (bool, np.bool_)) or k.ndim == 0 else k.shape
+            for k in key if isinstance(k, (bool, np.bool_, np.ndarray))))):
+        raise IndexError(out_of_bounds[0])
+    sizes = tuple(len(v) for v in lists)
+    pos: Any = None
+    for j, v in enumerate(lists):
+        part = np.broadcast_to(v.reshape((len(v),) + (1,) * (len(lists) - 1 - j)), sizes)[tuple(key)]
+        pos = part if pos is None else pos + part
+    if pos is None:
+        pos = np.zeros((), dtype=np.int64)[tuple(key)]
+    return pos + base  # type: ignore[no-any-return]
+
+
 def getitem(t: "Tensor", key: Any) -> "Tensor":
     Tensor, from_numpy = getattr(_convert, "Tensor"), _convert.from_numpy  # the class tensor.py registered
 
     keys = key if isinstance(key, tuple) else (key,)
     if not all(_is_basic(k) for k in keys):
         ints, rest = _ints_first(t.ndim, tuple(k.numpy() if isinstance(k, Tensor) else k for k in keys))
-        pos = np.arange(t.numel(), dtype=np.int64).reshape(t.shape)[ints][rest]
+        pos = _positions(t.shape, ints, rest)
         return call1(TAKE, (t, from_numpy(np.asarray(pos, order="C"))))  # type: ignore[no-any-return]
     if sum(k is Ellipsis for k in keys) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
