@@ -872,3 +872,31 @@ def test_positions_equal_the_full_position_arrays_on_random_keys() -> None:
         np.testing.assert_array_equal(got, want, err_msg=repr((shape, key)))
         checked += 1
     assert checked > 1000
+
+
+DIM_CALLS = {
+    "unsqueeze": lambda t, d: t.unsqueeze(d), "squeeze": lambda t, d: t.squeeze(d),
+    "squeeze_list": lambda t, d: t.squeeze([0, d]), "transpose0": lambda t, d: t.transpose(d, 0),
+    "transpose1": lambda t, d: t.transpose(0, d), "flatten_start": lambda t, d: t.flatten(d),
+    "flatten_end": lambda t, d: t.flatten(0, d), "size": lambda t, d: t.size(d), "stride": lambda t, d: t.stride(d),
+    "permute": lambda t, d: t.permute(d, 0, 2),
+}
+
+
+@pytest.mark.parametrize("name", list(DIM_CALLS))
+def test_a_bool_is_not_a_dim_and_numpy_integers_are(name) -> None:
+    """docs/tensor.md: a bool is not a dim (True was taken as 1 by
+    unsqueeze, squeeze, transpose, flatten, size and stride, as by no torch
+    function); NumPy integers are ints (squeeze(np.int64(0)) failed with
+    "'numpy.int64' object is not iterable"). Against the same call with a
+    Python int."""
+    t = pylucid.zeros(1, 1, 3)
+    call = DIM_CALLS[name]
+    for bad in (True, False, np.True_, 1.0, "1", None):
+        if bad is None and name in ("squeeze", "size", "stride"):
+            continue  # None means every dim there
+        with pytest.raises(TypeError, match=r"(dim|dims|start_dim|end_dim|dim0|dim1) must be"):
+            call(t, bad)
+    for npint in (np.int64(1), np.int32(-2), np.uint8(1)):
+        got, want = call(t, npint), call(t, int(npint))
+        assert (got.shape, got.stride()) == (want.shape, want.stride()) if isinstance(want, pylucid.Tensor) else got == want

@@ -713,3 +713,47 @@ def test_tensors_without_strided_memory_raise(layout):
     for fn in (lambda: pt.minimum(x, torch.ones(3)), lambda: pt.amax(x), lambda: pt.clamp(x, 0.0)):
         with pytest.raises((RuntimeError, TypeError, NotImplementedError)):
             fn()
+
+
+@pytest.mark.parametrize("dims", [(0, 0), (0, -2), [1, -1], (1, 0, 1)], ids=str)
+def test_a_repeated_dim_raises_value_error(dims):
+    """docs/errors.md: a repeated dim is a ValueError (pylucid.torch.amax(x,
+    (0, 0)) reduced silently; torch raises too), in every call form."""
+    x = torch.arange(6.0).reshape(2, 3)
+    forms = [lambda: pt.amax(x, dims), lambda: pt.amin(x, dims, True),
+             lambda: pt.amax(x.clone().requires_grad_(True), dims),
+             lambda: torch.ops.pylucid.amax(x, list(dims), False),
+             lambda: torch.ops.pylucid.amin(x.to("meta"), list(dims), False)]
+    for form in forms:
+        with pytest.raises(ValueError, match=r"appears multiple times in the list of dims"):
+            form()
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        torch.amax(x, dims)  # the peer raises too
+
+
+@pytest.mark.parametrize("bad", [torch.complex64, torch.uint32, torch.uint16, torch.uint64], ids=str)
+def test_the_library_ops_refuse_unsupported_dtypes_with_type_error(bad):
+    """torch.ops.pylucid.clamp (and the other ops called directly, without
+    pylucid.torch's checks) with a complex or uint32 operand raised
+    KeyError; a TypeError naming the operand, on CPU and meta tensors."""
+    x = torch.ones(3)
+    b = torch.ones(3, dtype=bad)
+    calls = [lambda d: torch.ops.pylucid.clamp(x.to(d), b.to(d), None),
+             lambda d: torch.ops.pylucid.clamp(x.to(d), None, b.to(d)),
+             lambda d: torch.ops.pylucid.clamp_winners(x.to(d), b.to(d), None),
+             lambda d: torch.ops.pylucid.minimum(x.to(d), b.to(d)),
+             lambda d: torch.ops.pylucid.maximum_winners(b.to(d), x.to(d)),
+             lambda d: torch.ops.pylucid.amax(b.to(d), [], False)]
+    for device in ("cpu", "meta"):
+        for call in calls:
+            with pytest.raises(TypeError, match="dtype torch.%s" % str(bad).split(".")[1]):
+                call(device)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin", "max", "min", "amax"])
+def test_the_library_reductions_refuse_unsupported_dtypes_also_at_zero_dims(op):
+    z = torch.tensor(1 + 2j)
+    for x in (z, z.to("meta"), torch.ones(2, dtype=torch.uint32)):
+        args = (x, [], False) if op == "amax" else (x, 0, False) if op in ("max", "min") else (x, None, False)
+        with pytest.raises(TypeError, match="which pylucid does not support"):
+            getattr(torch.ops.pylucid, op)(*args)

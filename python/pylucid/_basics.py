@@ -95,7 +95,14 @@ def view(t: "Tensor", shape: Tuple[int, ...]) -> "Tensor":
     return call1(VIEW, (t,), _resolve(shape, t.numel()))  # type: ignore[no-any-return]
 
 
-def _dim(d: int, n: int) -> int:
+def _dim(d: Any, n: int, name: str = "dim") -> int:
+    """Dim d of a tensor with n dims, as a non-negative int (a 0-d tensor
+    takes 0 and -1, as in torch). d is an int (anything ``operator.index``
+    takes: NumPy integers too); a bool is not a dim (docs/tensor.md), nor a
+    float: TypeError."""
+    if isinstance(d, (bool, np.bool_)) or not _is_index(d):
+        raise TypeError("%s must be an int, not %s" % (name, type(d).__name__))
+    d = operator.index(d)
     if not -max(n, 1) <= d < max(n, 1):
         raise IndexError("Dimension out of range (expected to be in range of [%d, %d], but got %d)"
                          % (-max(n, 1), max(n, 1) - 1, d))
@@ -108,7 +115,7 @@ def permute(t: "Tensor", dims: Tuple[int, ...]) -> "Tensor":
 
 def transpose(t: "Tensor", d0: int, d1: int) -> "Tensor":
     n = t.ndim
-    a, b = _dim(d0, n), _dim(d1, n)  # a 0-d tensor takes dims 0 and -1, as in torch
+    a, b = _dim(d0, n, "transpose(): dim0"), _dim(d1, n, "transpose(): dim1")  # a 0-d tensor takes 0 and -1
     if n == 0:
         return t
     perm = list(range(n))
@@ -121,22 +128,24 @@ def squeeze(t: "Tensor", dim: Union[None, int, Sequence[int]] = None) -> "Tensor
     if dim is None:
         drop = {i for i, d in enumerate(shape) if d == 1}
     else:
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        ds = [_dim(d, len(shape)) for d in dims]  # every dim checked, also on a 0-d tensor
+        if isinstance(dim, (bool, np.bool_)) or not (_is_index(dim) or isinstance(dim, (tuple, list))):
+            raise TypeError("squeeze(): dim must be an int or a sequence of ints, not %s" % type(dim).__name__)
+        dims = (dim,) if _is_index(dim) else tuple(dim)
+        ds = [_dim(d, len(shape), "squeeze(): dim") for d in dims]  # every dim checked, also on a 0-d tensor
         drop = {d for d in ds if shape and shape[d] == 1}
     return view_or_reshape(t, tuple(d for i, d in enumerate(shape) if i not in drop))
 
 
 def unsqueeze(t: "Tensor", dim: int) -> "Tensor":
     n = t.ndim + 1
-    d = _dim(dim, n)
+    d = _dim(dim, n, "unsqueeze(): dim")
     shape = t.shape
     return view_or_reshape(t, shape[:d] + (1,) + shape[d:])
 
 
 def flatten(t: "Tensor", start_dim: int = 0, end_dim: int = -1) -> "Tensor":
     shape = t.shape
-    s, e = _dim(start_dim, len(shape)), _dim(end_dim, len(shape))
+    s, e = _dim(start_dim, len(shape), "flatten(): start_dim"), _dim(end_dim, len(shape), "flatten(): end_dim")
     if not shape:
         return reshape(t, (1,))
     if s > e:

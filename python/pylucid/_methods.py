@@ -148,7 +148,8 @@ class TensorMethods:
         st = tuple(strides) if _t(self).ndim else ()
         if dim is None:
             return st
-        return st[_basics._dim(dim, _t(self).ndim)] if _t(self).ndim else 1
+        d = _basics._dim(dim, _t(self).ndim, "stride(): dim")
+        return st[d] if _t(self).ndim else 1
 
     def is_contiguous(self) -> builtins.bool:
         """Whether the elements lie in row-major order without gaps (size-1

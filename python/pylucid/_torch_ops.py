@@ -52,11 +52,25 @@ def _check(name: str, t: Any, what: str) -> None:
         raise RuntimeError("pylucid.torch.%s: %s is on device '%s'; pylucid computes on CPU tensors only "
                            "(move it with .cpu())" % (name, what, t.device))
     if t.dtype not in _CODES:
-        raise TypeError("pylucid.torch.%s: %s has dtype %s, which pylucid does not support (supported: float16, "
-                        "bfloat16, float32, float64; integers and bool forward only)" % (name, what, t.dtype))
+        raise _unsupported(name, what, t.dtype)
     if t.requires_grad and t.dtype not in _FLOATING:
         raise TypeError("pylucid.torch.%s: %s of dtype %s requires grad; only floating tensors can"
                         % (name, what, t.dtype))
+
+
+def _unsupported(name: str, what: str, dt: torch.dtype) -> TypeError:
+    return TypeError("pylucid.torch.%s: %s has dtype %s, which pylucid does not support (supported: float16, "
+                     "bfloat16, float32, float64; integers and bool forward only)" % (name, what, dt))
+
+
+def _codes(name: str, whats: Sequence[str], dts: Sequence[torch.dtype]) -> List[int]:
+    """pylucid's dtype codes of dts (the operands named whats), TypeError for
+    a dtype pylucid lacks: the ops and fake kernels called directly
+    (torch.ops.pylucid.clamp with a complex bound) check here, not _check."""
+    for what, dt in zip(whats, dts):
+        if dt not in _CODES:
+            raise _unsupported(name, what, dt)
+    return [_CODES[dt] for dt in dts]
 
 
 def _same_device(name: str, xs: Sequence[Optional[torch.Tensor]]) -> None:
@@ -97,7 +111,7 @@ def _result_dtype(name: str, *dts: torch.dtype) -> torch.dtype:
     key = (name,) + dts
     dt = _result_dtypes.get(key)
     if dt is None:
-        ts = [_calls.tensor_new(_CODES[d], ()) for d in dts]
+        ts = [_calls.tensor_new(c, ()) for c in _codes(name, ("input", "other"), dts)]
         dt = _result_dtypes[key] = _TORCH[getattr(_ops, name)(*ts).dtype.name]
     return dt
 
@@ -117,6 +131,8 @@ def _dims(name: str, dim: Dims, nd: int) -> Tuple[int, ...]:
         if not -lim <= i < lim:
             raise IndexError("pylucid.torch.%s: dim %d is out of range for a tensor of %d dims" % (name, i, nd))
         if nd:
+            if i % nd in out:  # as pylucid.ops (docs/errors.md: ValueError); torch raises too
+                raise ValueError("pylucid.torch.%s: dim %d appears multiple times in the list of dims" % (name, i % nd))
             out.add(i % nd)
     return tuple(sorted(out))
 
@@ -218,6 +234,7 @@ def _binary_kernel(name: str, winners: bool) -> Callable[..., Any]:
 
 def _binary_fake(name: str, winners: bool) -> Callable[..., Any]:
     def fake(a: torch.Tensor, b: torch.Tensor) -> Any:
+        _codes(name, ("input", "other"), (a.dtype, b.dtype))
         if a.shape == b.shape and a.dtype == b.dtype:  # the kernel's layout: a's, as torch.minimum's
             y = torch.empty_like(a)
             return (y, torch.empty_like(a, dtype=torch.bool)) if winners else y
@@ -233,7 +250,8 @@ def _clamp_dtype(name: str, x: torch.Tensor, lo: Optional[torch.Tensor], hi: Opt
     key = (name, lo is not None, hi is not None) + tuple(dts)
     dt = _result_dtypes.get(key)
     if dt is None:
-        ts = [_calls.tensor_new(_CODES[d], ()) for d in dts]
+        whats = ["input"] + [w for w, b in (("min", lo), ("max", hi)) if b is not None]
+        ts = [_calls.tensor_new(c, ()) for c in _codes(name, whats, dts)]
         it = iter(ts[1:])
         r = getattr(_ops, name)(ts[0], next(it) if lo is not None else None, next(it) if hi is not None else None)
         dt = _result_dtypes[key] = _TORCH[r.dtype.name]
@@ -269,6 +287,7 @@ def _clamp_fake(name: str, winners: bool) -> Callable[..., Any]:
 
 def _reduction_kernel(name: str, winners: bool, fake: bool = False) -> Callable[..., Any]:
     def kernel(x: torch.Tensor, dim: List[int], keepdim: bool) -> Any:
+        _codes(name, ("input",), (x.dtype,))
         dims = _dims(name, dim, x.dim())
         _check_nonempty(name, x, dims)
         new = x.new_empty if fake else torch.empty
@@ -287,6 +306,7 @@ def _reduction_kernel(name: str, winners: bool, fake: bool = False) -> Callable[
 
 def _arg_kernel(name: str, fake: bool = False) -> Callable[..., Any]:
     def kernel(x: torch.Tensor, dim: Optional[int] = None, keepdim: bool = False) -> torch.Tensor:
+        _codes(name, ("input",), (x.dtype,))
         new = x.new_empty if fake else torch.empty
         if dim is None:
             _check_nonempty(name, x, range(x.dim()))
@@ -309,6 +329,7 @@ def _arg_kernel(name: str, fake: bool = False) -> Callable[..., Any]:
 
 def _minmax_kernel(name: str, fake: bool = False) -> Callable[..., Any]:
     def kernel(x: torch.Tensor, dim: int, keepdim: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+        _codes(name, ("input",), (x.dtype,))
         new = x.new_empty if fake else torch.empty
         if x.dim() == 0:
             _dims(name, dim, 0)

@@ -164,11 +164,13 @@ class Tensor(TensorMethods, _TensorBase):
         """The shape, or the size of dim ``dim`` when given."""
         if dim is None:
             return self._shape
-        n = len(self._shape)
-        if not -n <= operator.index(dim) < n:
+        if isinstance(dim, (bool, np.bool_)) or not _basics._is_index(dim):
+            raise TypeError("size(): dim must be an int, not %s" % type(dim).__name__)  # a bool is not a dim
+        n, d = len(self._shape), operator.index(dim)
+        if not -n <= d < n:
             raise IndexError("Dimension out of range (expected to be in range of [%d, %d], but got %d)"
-                             % (-n, n - 1, dim))
-        return self._shape[dim]
+                             % (-n, n - 1, d))
+        return self._shape[d]
 
     @property
     def dtype(self) -> dtype:
