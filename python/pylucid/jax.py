@@ -131,19 +131,28 @@ def _index_dtype() -> np.dtype[Any]:
     return dt
 
 
+def _broadcast(*shapes: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    """NumPy's broadcast of shapes (NumPy's error where they do not
+    broadcast), also of symbolic sizes (jax.export.symbolic_shape: the
+    exported function then runs at every size), which lax broadcasts."""
+    if all(isinstance(d, (int, np.integer)) for s in shapes for d in s):
+        return tuple(np.broadcast_shapes(*shapes))
+    return tuple(lax.broadcast_shapes(*shapes))
+
+
 @functools.lru_cache(maxsize=None)
 def _binary_op(name: str) -> Callable[..., jax.Array]:
     """minimum and its kin: y; tangent = where(a wins, ta, tb)."""
 
     @jax.custom_jvp
     def f(a: jax.Array, b: jax.Array) -> jax.Array:
-        shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+        shape = _broadcast(a.shape, b.shape)
         return _call(name, (a, b), (_struct(shape, a.dtype),))[0]
 
     @f.defjvp
     def f_jvp(primals: Tuple[jax.Array, ...], tangents: Tuple[jax.Array, ...]) -> Tuple[jax.Array, jax.Array]:
         a, b = primals
-        shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+        shape = _broadcast(a.shape, b.shape)
         (mask,) = _call(name, _constant(primals), (_struct(shape, np.bool_),), winners=True)
         # The winner's bits are the value (pylucid's, bit for bit), and as a
         # selection by a constant mask it is differentiable again: higher
@@ -159,10 +168,10 @@ def _two_bounds_jvp(primals: Tuple[jax.Array, ...], tangents: Tuple[jax.Array, .
     mask from pylucid's vectorized mask kernel (clamp's own int8 code is
     found element by element: 34x jnp.clip's gradient at 2^22)."""
     (x, lo, hi), (tx, tlo, thi) = primals, tangents
-    inner = tuple(np.broadcast_shapes(x.shape, lo.shape))
+    inner = _broadcast(x.shape, lo.shape)
     (won_lo,) = _call("maximum", _constant((x, lo)), (_struct(inner, np.bool_),), winners=True)
     w = jnp.where(won_lo, x, lo)
-    shape = tuple(np.broadcast_shapes(inner, hi.shape))
+    shape = _broadcast(inner, hi.shape)
     (won_hi,) = _call("minimum", _constant((w, hi)), (_struct(shape, np.bool_),), winners=True)
     return jnp.where(won_hi, w, hi), jnp.where(won_hi, jnp.where(won_lo, tx, tlo), thi)
 
@@ -175,7 +184,7 @@ def _clamp_op(name: str, has_lo: bool, has_hi: bool) -> Callable[..., jax.Array]
     present = 1 | (2 if has_lo else 0) | (4 if has_hi else 0)
 
     def result(xs: Sequence[jax.Array], dtype: Any) -> Tuple[jax.ShapeDtypeStruct]:
-        return (_struct(tuple(np.broadcast_shapes(*(x.shape for x in xs))), dtype),)
+        return (_struct(_broadcast(*(x.shape for x in xs)), dtype),)
 
     @jax.custom_jvp
     def f(*xs: jax.Array) -> jax.Array:
@@ -270,7 +279,7 @@ def _elementwise(name: str, operands: Sequence[ArrayLike], given: Tuple[bool, bo
     dt = jnp.result_type(*operands)
     from_numpy_dtype(np.dtype(dt))  # TypeError for a dtype pylucid lacks
     xs = [jnp.asarray(x, dt) for x in operands]
-    nd = len(np.broadcast_shapes(*(x.shape for x in xs)))
+    nd = len(_broadcast(*(x.shape for x in xs)))
     # A common rank, so that a batch dimension vmap puts in front lines up
     # (a reshape, no copy).
     xs = [x if x.ndim == nd else jnp.reshape(x, (1,) * (nd - x.ndim) + x.shape) for x in xs]
@@ -281,10 +290,13 @@ def _elementwise(name: str, operands: Sequence[ArrayLike], given: Tuple[bool, bo
 
 
 def _dummy(x: jax.Array) -> Tensor:
-    """A tensor of x's dtype and rank with at most one element (zero-size
-    where x is), on which pylucid checks the op's arguments with its own
-    errors."""
-    return from_numpy(np.zeros(tuple(min(s, 1) for s in x.shape), np.dtype(x.dtype)))
+    """A tensor of x's dtype and rank on which pylucid checks the op's
+    arguments with its own errors: one element, or where x has none x's
+    own shape (which costs no memory), so an error names it. A symbolic
+    size (jax.export) counts as 1 here: it is checked when the exported
+    function runs."""
+    sizes = tuple(int(s) if isinstance(s, (int, np.integer)) else 1 for s in x.shape)
+    return from_numpy(np.zeros(sizes if 0 in sizes else (1,) * len(sizes), np.dtype(x.dtype)))
 
 
 def _axes(axis: Axis, nd: int) -> Tuple[int, ...]:
