@@ -103,6 +103,48 @@ def test_function_with_jvp():
     np.testing.assert_array_equal(t.numpy(), [3.0, -3.0])
 
 
+class SplitScale(autograd.Function):
+    """Two tensor outputs (2x, 3x); with same=True the first one twice."""
+
+    @staticmethod
+    def forward(ctx, x, same):
+        ctx.same = same
+        a = x * 2.0
+        return (a, a) if same else (a, x * 3.0)
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        return ga * 2.0 + gb * (2.0 if ctx.same else 3.0), None
+
+    @staticmethod
+    def jvp(ctx, tx, _):
+        return tx * 2.0, tx * (2.0 if ctx.same else 3.0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_function_with_two_tensor_outputs_under_jvp(n):
+    """The outputs are told apart by identity: comparing them with == (an
+    elementwise comparison) raised "the truth value of a tensor with 2
+    elements is ambiguous" for any output of more than one element."""
+    x = pylucid.tensor(np.arange(1.0, n + 1.0))
+    tx = pylucid.tensor(np.full(n, 0.5))
+    (a, b), (ta, tb) = autograd.jvp(lambda v: SplitScale.apply(v, False), x, tx)
+    np.testing.assert_array_equal(b.numpy(), 3.0 * np.arange(1.0, n + 1.0))
+    np.testing.assert_array_equal(ta.numpy(), np.full(n, 1.0))
+    np.testing.assert_array_equal(tb.numpy(), np.full(n, 1.5))
+    # the same tensor returned twice: two outputs, each with its tangent
+    (a, b), (ta, tb) = autograd.jvp(lambda v: SplitScale.apply(v, True), x, tx)
+    assert a is not b
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(ta.numpy(), np.full(n, 1.0))
+    np.testing.assert_array_equal(tb.numpy(), np.full(n, 1.0))
+    # equal values in distinct outputs stay distinct outputs
+    z = pylucid.tensor(np.zeros(n))
+    (a, b), (ta, tb) = autograd.jvp(lambda v: SplitScale.apply(v, False), z, tx)
+    np.testing.assert_array_equal(ta.numpy(), np.full(n, 1.0))
+    np.testing.assert_array_equal(tb.numpy(), np.full(n, 1.5))
+
+
 def test_function_without_jvp_raises():
     with pytest.raises(NotImplementedError, match="NoJvp"):
         autograd.jvp(NoJvp.apply, t64(1.0), t64(1.0))

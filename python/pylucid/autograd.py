@@ -514,7 +514,9 @@ def _function_jvp(cls: "type[Function]", ctx: FunctionCtx, outs: list[Tensor], t
     res_t = res if isinstance(res, tuple) else (res,)
     if len(res_t) != len(outs):
         raise RuntimeError("%s.jvp returned %d tangents for %d outputs" % (cls.__name__, len(res_t), len(outs)))
-    outs = [o if o not in outs[:i] else o.detach() for i, o in enumerate(outs)]
+    # An output returned twice gets a tangent of its own as a detached alias;
+    # outputs are told apart by identity (== on tensors is elementwise).
+    outs = [o.detach() if any(o is p for p in outs[:i]) else o for i, o in enumerate(outs)]
     for o, t in zip(outs, res_t):
         if t is not None:
             level[id(o)] = (o, _check_tangent(as_tensor(t), o, "%s.jvp" % cls.__name__))
