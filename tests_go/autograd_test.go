@@ -559,7 +559,7 @@ func (n *gatedNode) Apply(grads []*tensor.Tensor, _ bool) ([]*tensor.Tensor, err
 // TestConcurrentBackwardRunsNodeOnce: two backward calls over one graph
 // without retain_graph; the first holds its node open (the gate), the
 // second must fail with ErrGraphFreed instead of adding the gradient again
-// (SPEC §5/§7: exactly one succeeds). Deterministic: the gate, not timing.
+// (docs/autograd.md: exactly one succeeds). Deterministic: the gate, not timing.
 func TestConcurrentBackwardRunsNodeOnce(t *testing.T) {
 	a := leaf(t, f64(t, []int{3}, 1, 2, 3))
 	n := &gatedNode{edge: autograd.EdgeOf(a), meta: autograd.InputMeta{Shape: a.Shape(), Dtype: a.Dtype()},

@@ -454,7 +454,7 @@ def test_results_bit_identical_for_any_thread_count(restore_threads):
 
 @pytest.mark.parametrize("entry", ["backward", "grad"])
 def test_two_threads_one_graph_without_retain_graph(entry):
-    """SPEC §5/§7: two threads run backward over one graph without
+    """docs/autograd.md: two threads run backward over one graph without
     retain_graph; exactly one succeeds, the other raises the retain_graph
     error, and the leaf gets one gradient, not two. The first thread holds
     the window open inside a Function's backward (an Event), so the race is

@@ -711,7 +711,7 @@ def test_tensors_without_strided_memory_raise(layout):
     x = torch.tensor([1.0, 0.0, 2.0])
     x = x.to_sparse() if layout == "sparse_coo" else x.to_mkldnn()
     for fn in (lambda: pt.minimum(x, torch.ones(3)), lambda: pt.amax(x), lambda: pt.clamp(x, 0.0)):
-        with pytest.raises((RuntimeError, TypeError, NotImplementedError)):
+        with pytest.raises(RuntimeError, match="storage|stride|layout|mkldnn|Mkldnn|sparse|Sparse"):
             fn()
 
 

@@ -84,8 +84,9 @@ static int read_memory(PyObject *t, PyObject *codes, lucid_out *e, int64_t *shap
         if (contiguous < 0) goto done;
     }
     ptr = PyObject_CallMethodObjArgs(t, s_data_ptr, NULL);
+    if (ptr == NULL) goto done; /* e.g. a sparse tensor: torch's own error, before anything else runs */
     sh = PyObject_GetAttr(t, s_shape);
-    if (ptr == NULL || sh == NULL) goto done;
+    if (sh == NULL) goto done;
     int nd = read_dims(sh, shape, "shape");
     if (nd < 0) goto done;
     if (contiguous) {

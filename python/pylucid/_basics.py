@@ -11,7 +11,7 @@ and record no graph.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import math
 import operator
@@ -130,7 +130,7 @@ def squeeze(t: "Tensor", dim: Union[None, int, Sequence[int]] = None) -> "Tensor
     else:
         if isinstance(dim, (bool, np.bool_)) or not (_is_index(dim) or isinstance(dim, (tuple, list))):
             raise TypeError("squeeze(): dim must be an int or a sequence of ints, not %s" % type(dim).__name__)
-        dims = (dim,) if _is_index(dim) else tuple(dim)
+        dims: Sequence[Any] = (dim,) if _is_index(dim) else tuple(cast(Sequence[int], dim))
         ds = [_dim(d, len(shape), "squeeze(): dim") for d in dims]  # every dim checked, also on a 0-d tensor
         drop = {d for d in ds if shape and shape[d] == 1}
     return view_or_reshape(t, tuple(d for i, d in enumerate(shape) if i not in drop))
@@ -271,14 +271,14 @@ def _positions(shape: Tuple[int, ...], ints: Tuple[Any, ...], rest: Tuple[Any, .
         arrays = [np.asarray(k)]
         if arrays[0].dtype == np.bool_:
             got, want = arrays[0].shape, tuple(shape[d] for d in dims)
-            for a, (g, w) in enumerate(zip(got, want)):
+            for axis, (g, w) in enumerate(zip(got, want)):
                 if g != w and (arrays[0].size or math.prod(shape)):  # NumPy lets an empty mask into an empty array
                     raise IndexError("boolean index did not match indexed array along axis %d; size of axis is %d "
-                                     "but size of corresponding boolean axis is %d" % (len(lists) + a, w, g))
+                                     "but size of corresponding boolean axis is %d" % (len(lists) + axis, w, g))
             arrays = list(arrays[0].nonzero())  # x[mask] is x[mask.nonzero()] (NumPy)
-        for a, d in zip(arrays, dims):
+        for raw, d in zip(arrays, dims):
             n = shape[d]
-            a = a.astype(np.int64)
+            a = raw.astype(np.int64)
             if a.size and (a.min() < -n or a.max() >= n):
                 bad = int(a.min()) if a.min() < -n else int(a.max())
                 message = "index %d is out of bounds for axis %d with size %d" % (bad, len(lists), n)
