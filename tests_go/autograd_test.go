@@ -567,6 +567,7 @@ func TestConcurrentBackwardRunsNodeOnce(t *testing.T) {
 	n.Save(a)
 	y := must(t)(tensor.Full(dtype.Float64, []int{3}, 0))
 	y.SetGradFn(n, 0)
+	require.NoError(t, autograd.RetainGrad(y)) // the losing run must not add to y.grad either
 	g := f64(t, []int{3}, 1, 10, 100)
 
 	first := make(chan error, 1)
@@ -577,6 +578,7 @@ func TestConcurrentBackwardRunsNodeOnce(t *testing.T) {
 	close(n.gate)
 	require.NoError(t, <-first)
 	assert.Equal(t, []float64{1, 10, 100}, a.Grad().Float64s(), "one backward's gradient, not two")
+	assert.Equal(t, []float64{1, 10, 100}, y.Grad().Float64s(), "the retained non-leaf's too")
 	assert.Equal(t, int32(1), n.calls.Load())
 	require.ErrorIs(t, ops.Backward(nil, ts(y), ts(g), false, false), autograd.ErrGraphFreed, "and after it")
 }
@@ -639,4 +641,35 @@ func TestFailedNodeKeepsItsState(t *testing.T) {
 		var m *autograd.ModifiedError
 		require.ErrorAs(t, err, &m, "the same error each time, not a freed graph")
 	}
+}
+
+// panickyNode panics in its first Apply, then works.
+type panickyNode struct {
+	gatedNode
+	panicked bool
+}
+
+func (n *panickyNode) Apply(grads []*tensor.Tensor, _ bool) ([]*tensor.Tensor, error) {
+	if !n.panicked {
+		n.panicked = true
+		panic("a kernel bug")
+	}
+	return grads, nil
+}
+
+// TestPanickingNodeGivesItsClaimBack: a node that panics (a host boundary
+// recovers the panic) stays runnable instead of looking freed.
+func TestPanickingNodeGivesItsClaimBack(t *testing.T) {
+	a := leaf(t, f64(t, []int{2}, 1, 2))
+	n := &panickyNode{gatedNode: gatedNode{edge: autograd.EdgeOf(a), meta: autograd.InputMeta{Shape: a.Shape(), Dtype: a.Dtype()}}}
+	n.Save(a)
+	y := must(t)(tensor.Full(dtype.Float64, []int{2}, 0))
+	y.SetGradFn(n, 0)
+	g := f64(t, []int{2}, 3, 4)
+	func() {
+		defer func() { require.NotNil(t, recover()) }()
+		_ = ops.Backward(nil, ts(y), ts(g), false, false)
+	}()
+	require.NoError(t, ops.Backward(nil, ts(y), ts(g), false, false), "runnable after the panic")
+	assert.Equal(t, []float64{3, 4}, a.Grad().Float64s())
 }

@@ -607,3 +607,26 @@ def test_gradients_a_function_returns_outlive_their_handles_in_the_run() -> None
         (Double.apply(a) + Triple.apply(a)).sum().backward()
         assert x.grad is not None
         np.testing.assert_array_equal(x.grad.numpy(), np.full(n, 10, np.float32))
+
+
+def test_a_function_whose_gradient_is_refused_fails_the_same_way_again():
+    """A Function's backward that returns a gradient of the wrong shape
+    fails; the node gives its claim back and keeps its ctx, so the next
+    backward reports the same error (docs/autograd.md), not a freed graph."""
+
+    class BadShape(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return pylucid.ones(5)
+
+    x = pylucid.tensor([1.0, 2.0], requires_grad=True)
+    y = BadShape.apply(x)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="invalid gradient at index 0"):
+            y.sum().backward()

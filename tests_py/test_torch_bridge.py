@@ -729,6 +729,13 @@ def test_a_repeated_dim_raises_value_error(dims):
             form()
     with pytest.raises(RuntimeError, match="appears multiple times"):
         torch.amax(x, dims)  # the peer raises too
+    z = torch.tensor(1.0)  # a 0-d tensor takes dims 0 and -1, once
+    for zd in [(0, 0), (0, -1)]:
+        with pytest.raises(ValueError, match="appears multiple times"):
+            pt.amax(z, zd)
+        with pytest.raises(RuntimeError, match="appears multiple times"):
+            torch.amax(z, zd)
+    assert pt.amax(z, (0,)) == 1.0
 
 
 @pytest.mark.parametrize("bad", [torch.complex64, torch.uint32, torch.uint16, torch.uint64], ids=str)

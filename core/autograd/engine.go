@@ -397,21 +397,30 @@ func (r *Run) next() (*Pending, error) {
 		st := &r.states[i]
 		n, grads := st.node, st.buf
 		st.buf, st.hasBuffer, st.inReady, st.ran = nil, false, false, true
+		runs := r.runs(n)
+		acc, isLeaf := n.(*AccumulateGrad)
+		var claim Claimer
+		if runs && !isLeaf {
+			// Claimed before anything of the node's is used: a run that
+			// loses the claim must not have added its gradient to a
+			// retained non-leaf's .grad either (capture).
+			var err error
+			if claim, err = r.claim(n); err != nil {
+				return nil, err
+			}
+		}
 		if err := r.capture(n, grads); err != nil {
+			r.unclaim(claim)
 			return nil, err
 		}
-		if !r.runs(n) {
+		if !runs {
 			continue
 		}
-		if acc, ok := n.(*AccumulateGrad); ok {
+		if isLeaf {
 			if err := r.accumulate(acc.Leaf, grads[0]); err != nil {
 				return nil, err
 			}
 			continue
-		}
-		claim, err := r.claim(n)
-		if err != nil {
-			return nil, err
 		}
 		if ext, ok := n.(*ExternalNode); ok {
 			if _, err := ext.Tensors(); err != nil {
@@ -421,9 +430,8 @@ func (r *Run) next() (*Pending, error) {
 			r.pending, r.claimed = ext, claim
 			return &Pending{Node: ext, Grads: grads, Release: !r.opts.RetainGraph}, nil
 		}
-		out, err := n.Apply(grads, r.opts.CreateGraph)
+		out, err := r.apply(n, grads, claim)
 		if err != nil {
-			r.unclaim(claim)
 			return nil, err
 		}
 		if !r.opts.RetainGraph {
@@ -477,6 +485,20 @@ func (r *Run) unclaim(c Claimer) {
 	if c != nil {
 		c.Unclaim()
 	}
+}
+
+// apply runs node n, giving its claim back when it fails or panics (the
+// host's boundary recovers a panic; the node then stays runnable).
+func (r *Run) apply(n Node, grads []*tensor.Tensor, claim Claimer) (out []*tensor.Tensor, err error) {
+	ok := false
+	defer func() {
+		if !ok {
+			r.unclaim(claim)
+		}
+	}()
+	out, err = n.Apply(grads, r.opts.CreateGraph)
+	ok = err == nil
+	return out, err
 }
 
 // Resume gives the gradients computed by the host for the pending node.

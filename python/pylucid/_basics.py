@@ -238,9 +238,8 @@ def _positions(shape: Tuple[int, ...], ints: Tuple[Any, ...], rest: Tuple[Any, .
             return 0
         return int(k.ndim) if isinstance(k, np.ndarray) and k.dtype == np.bool_ else 1
 
-    keys = [np.asarray(k) if isinstance(k, list) else k for k in rest]
-    keys = [k.astype(np.int64) if isinstance(k, np.ndarray) and k.size == 0 and k.dtype.kind == "f" else k
-            for k in keys]  # x[[]]: an empty list indexes as ints, as NumPy
+    keys = [(np.asarray(k) if k else np.zeros(0, np.int64)) if isinstance(k, list) else k
+            for k in rest]  # x[[]]: an empty list indexes as ints, as NumPy (an empty float array does not)
     for k in keys:
         if not (k is None or k is Ellipsis or isinstance(k, (slice, bool, np.bool_, int, np.integer))
                 or isinstance(k, np.ndarray) and k.dtype.kind in "biu"):
@@ -272,7 +271,7 @@ def _positions(shape: Tuple[int, ...], ints: Tuple[Any, ...], rest: Tuple[Any, .
         if arrays[0].dtype == np.bool_:
             got, want = arrays[0].shape, tuple(shape[d] for d in dims)
             for axis, (g, w) in enumerate(zip(got, want)):
-                if g != w and (arrays[0].size or math.prod(shape)):  # NumPy lets an empty mask into an empty array
+                if g != w and g != 0:  # NumPy takes a mask axis of size 0 against any size
                     raise IndexError("boolean index did not match indexed array along axis %d; size of axis is %d "
                                      "but size of corresponding boolean axis is %d" % (len(lists) + axis, w, g))
             arrays = list(arrays[0].nonzero())  # x[mask] is x[mask.nonzero()] (NumPy)
@@ -287,10 +286,15 @@ def _positions(shape: Tuple[int, ...], ints: Tuple[Any, ...], rest: Tuple[Any, .
                 out_of_bounds.append(message)
             lists.append(np.where(a < 0, a + n, a).ravel() * steps[d])
             key.append(np.arange(a.size, dtype=np.int64).reshape(a.shape) if a.ndim else np.int64(0))
-    if out_of_bounds and math.prod(np.broadcast_shapes(*(  # a 0-d bool is an advanced index of size 1 or 0
-            (int(k),) if isinstance(k, (bool, np.bool_)) or k.ndim == 0 else k.shape
-            for k in key if isinstance(k, (bool, np.bool_, np.ndarray))))):
-        raise IndexError(out_of_bounds[0])
+    if out_of_bounds:
+        try:
+            selected = math.prod(np.broadcast_shapes(*(  # a 0-d bool is an advanced index of size 1 or 0
+                (int(k),) if isinstance(k, (bool, np.bool_)) or k.ndim == 0 else k.shape
+                for k in key if isinstance(k, (bool, np.bool_, np.ndarray)))))
+        except ValueError:  # arrays that do not broadcast: NumPy's IndexError ("shape mismatch") comes below
+            selected = 0
+        if selected:
+            raise IndexError(out_of_bounds[0])
     sizes = tuple(len(v) for v in lists)
     pos: Any = None
     for j, v in enumerate(lists):
@@ -365,7 +369,8 @@ def setitem(t: "Tensor", key: Any, value: Any) -> None:
     if forward_levels[0] and (tangent_of(t) is not None or (isinstance(value, Tensor) and tangent_of(value) is not None)):
         raise RuntimeError("t[...] = v does not support forward-mode differentiation, but an argument has a tangent "
                            "(autograd.jvp)")
-    src = _assigned(value, t.dtype)
+    same_bits = t.dtype.name == "bfloat16" and isinstance(value, Tensor) and value.dtype is t.dtype
+    src = None if same_bits else _assigned(value, t.dtype)
     keys = key if isinstance(key, tuple) else (key,)
     keys = tuple(k.numpy() if isinstance(k, Tensor) else k for k in keys)
     advanced = not all(_is_basic(k) for k in keys)
@@ -376,8 +381,7 @@ def setitem(t: "Tensor", key: Any, value: Any) -> None:
         # (docs/dtypes.md; no ml_dtypes, whose float64 conversion rounds
         # through float32), a bfloat16 tensor's own bits as they are.
         arr = _convert._raw_bits(t.detach())
-        src = _convert._raw_bits(value.detach() if isinstance(value, Tensor) and value.dtype is t.dtype
-                                 else _convert.tensor(np.asarray(src), dtype=t.dtype))
+        src = _convert._raw_bits(value.detach() if same_bits else _convert.tensor(np.asarray(src), dtype=t.dtype))
     else:
         arr = t.detach().numpy()
     with np.errstate(all="ignore"):  # cast first, so no warning (an error under -W error) comes mid-write; floats
@@ -426,7 +430,7 @@ def _assigned(value: Any, dt: Any) -> Any:
         if dt.name != "bool":
             _scalars.check_int_range(value, value, dt)
         return value
-    arr = values(value.detach()) if isinstance(value, Tensor) else np.asarray(value)
+    arr = _convert.values(value.detach()) if isinstance(value, Tensor) else np.asarray(value)
     if arr.dtype.kind not in "biuf" and arr.dtype.name != "bfloat16" or arr.dtype.kind == "c":
         raise TypeError("can't assign a %s to a pylucid Tensor" % type(value).__name__)
     _scalars.check_fits(arr, dt)  # a NaN or 1e10 into int32 raises, never writes a wrapped number
@@ -450,27 +454,21 @@ def compare(t: "Tensor", other: Any, ufunc: Any) -> "Tensor":
         try:
             b = other.detach() if isinstance(other, Tensor) else _convert.as_tensor(other)
         except TypeError:  # a NumPy dtype pylucid lacks (uint32, str, ...): NumPy compares it
-            return from_numpy(np.asarray(ufunc(values(a), other), order="C"))
+            return from_numpy(np.asarray(ufunc(_convert.values(a), other), order="C"))
         common = _promoted(a, b)
         a, b = a.to(common), b.to(common)
-        other = values(b)
+        other = _convert.values(b)
     elif isinstance(other, float):
         if not a.dtype.is_floating_point:
             a = a.to(float32)  # a Python float is weak: an integer tensor meets it in the default float
         elif a.dtype is bfloat16:
             other = _convert.tensor(other, dtype=bfloat16).item()  # weak: rounded to the tensor's dtype, as NumPy
-    elif isinstance(other, int) and a.dtype.is_floating_point:
-        return from_numpy(np.asarray(_int_compare(values(a), other, ufunc), order="C"))
+    elif isinstance(other, int) and a.dtype.is_floating_point and not -2048 <= other <= 2048:
+        # (an int up to 2**11 is a value of every float dtype that compares here, bfloat16 being
+        # widened to float32: NumPy's comparison below is exact for it, t > 0 stays fast)
+        return from_numpy(np.asarray(_int_compare(_convert.values(a), other, ufunc), order="C"))
     # else a Python int or bool meets an integer or bool t in t's dtype: NumPy's weak rule (exact out of range)
-    return from_numpy(np.asarray(ufunc(values(a), other), order="C"))  # asarray: a 0-d result stays 0-d
-
-
-def values(t: "Tensor") -> np.ndarray:
-    """t's values as a NumPy array over its memory; bfloat16 widened to
-    float32 (a copy, exact), which needs no ml_dtypes."""
-    from .dtypes import bfloat16, float32
-
-    return t.to(float32).numpy() if t.dtype is bfloat16 else t.numpy()
+    return from_numpy(np.asarray(ufunc(_convert.values(a), other), order="C"))  # asarray: a 0-d result stays 0-d
 
 
 def _int_compare(x: np.ndarray, n: int, ufunc: Any) -> np.ndarray:

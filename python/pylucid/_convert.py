@@ -173,8 +173,8 @@ def array_to(arr: np.ndarray, want: Optional[dtype]) -> "Tensor":
         return from_numpy(np.asarray(arr, order="C")).to(want)
     if want is not None:
         _scalars.check_fits(arr, want)  # no NaN, infinity or wrapped value into an integer dtype
-        arr = arr.astype(want.numpy_dtype)
-    return from_numpy(np.array(arr, order="C"))  # a private copy; keeps 0-d shapes
+        arr = arr.astype(want.numpy_dtype, copy=False)
+    return from_numpy(np.asarray(arr, order="C"))  # arr is private: no copy unless its layout needs one
 
 
 def _from_python(data: Any, want: Optional[dtype]) -> Tuple[np.ndarray, Optional[dtype]]:
@@ -246,6 +246,14 @@ def _view_array(t: "Tensor", typestr: Optional[str]) -> np.ndarray:
         "data": (data, readonly),
     }
     return np.asarray(_ArrayHolder(v, iface))
+
+
+def values(t: "Tensor") -> np.ndarray:
+    """t's values as a NumPy array over its memory; bfloat16 widened to
+    float32 (a copy, exact), which needs no ml_dtypes."""
+    from .dtypes import bfloat16
+
+    return t.to(float32).numpy() if t.dtype is bfloat16 else t.numpy()
 
 
 def _raw_bits(t: "Tensor") -> np.ndarray:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Iterator, List
 
 import numpy as np
 
-from .dtypes import bfloat16, bool_, float32, int64
+from ._convert import values
+from .dtypes import bool_, float32, int64
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -91,7 +92,7 @@ def tensor_repr(t: "Tensor") -> str:
     indent = len(prefix)
     data = t.detach()
     dt = data.dtype
-    arr = (data.to(float32) if dt is bfloat16 else data).numpy()
+    arr = values(data)
     suffixes = []
     if arr.size == 0:
         if arr.ndim != 1:

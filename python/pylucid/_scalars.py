@@ -144,23 +144,20 @@ def exact_array(data: Any, want: Optional[dtype]) -> Tuple[np.ndarray, dtype]:
     return np.array(ints, dtype=target.numpy_dtype).reshape(obj.shape), target
 
 
-def flag(value: Any, what: str) -> bool:
+def flag(value: Any, what: str, strict: bool = False) -> bool:
     """A bool argument (keepdim, requires_grad): a bool, NumPy bool or the
     int 0 or 1; anything else raises TypeError rather than being read by
-    its truth (``keepdim="no"`` is not True)."""
-    if isinstance(value, (bool, np.bool_)) or (type(value) is int and value in (0, 1)):
+    its truth (``keepdim="no"`` is not True). strict, for a factory's
+    ``requires_grad=`` (as torch's factories): a bool or None (False), and
+    no int."""
+    if isinstance(value, (bool, np.bool_)) or (value is None if strict else type(value) is int and value in (0, 1)):
         return bool(value)
-    raise TypeError("%s must be a bool, not %s" % (what, type(value).__name__))
+    raise TypeError("%s must be %s, not %s" % (what, "bool" if strict else "a bool", type(value).__name__))
 
 
 def requires_grad_flag(name: str, value: Any) -> bool:
-    """The ``requires_grad=`` of a factory (tensor, zeros, full, rand, ...):
-    a bool (a NumPy bool too) or None (False, as torch takes it); 1, 0.0 or
-    "yes" raise TypeError, as torch's factories do, instead of being read by
-    their truth."""
-    if isinstance(value, (bool, np.bool_)) or value is None:
-        return bool(value)
-    raise TypeError("%s(): argument 'requires_grad' must be bool, not %s" % (name, type(value).__name__))
+    """The ``requires_grad=`` of factory ``name``: :func:`flag`, strict."""
+    return flag(value, "%s(): argument 'requires_grad'" % name, strict=True)
 
 
 def index_list(value: Any, what: str) -> List[int]:

@@ -122,7 +122,7 @@ def _dims(name: str, dim: Dims, nd: int) -> Tuple[int, ...]:
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return tuple(range(nd))
     ds = [dim] if not isinstance(dim, (tuple, list)) else list(dim)
-    out = set()
+    out, seen = set(), set()
     for d in ds:
         if isinstance(d, (torch.Tensor, bool)) or not hasattr(d, "__index__"):
             raise TypeError("pylucid.torch.%s: dim must be an int or a tuple of ints, got %s" % (name, type(d).__name__))
@@ -130,9 +130,10 @@ def _dims(name: str, dim: Dims, nd: int) -> Tuple[int, ...]:
         lim = builtins.max(nd, 1)
         if not -lim <= i < lim:
             raise IndexError("pylucid.torch.%s: dim %d is out of range for a tensor of %d dims" % (name, i, nd))
+        if i % lim in seen:  # as pylucid.ops (docs/errors.md: ValueError); torch raises too, 0-d tensors included
+            raise ValueError("pylucid.torch.%s: dim %d appears multiple times in the list of dims" % (name, i % lim))
+        seen.add(i % lim)
         if nd:
-            if i % nd in out:  # as pylucid.ops (docs/errors.md: ValueError); torch raises too
-                raise ValueError("pylucid.torch.%s: dim %d appears multiple times in the list of dims" % (name, i % nd))
             out.add(i % nd)
     return tuple(sorted(out))
 

@@ -266,12 +266,14 @@ def _drive(run: _Run, inputs: Optional[list[Tensor]], create_graph: bool) -> lis
             record = records.get(fid)
             if record is None:
                 raise RuntimeError("autograd.Function node %d is no longer known" % fid)
-            results = record.run_backward(out_grads, release, create_graph)
+            results = record.run_backward(out_grads, create_graph)
             keep = results  # keep the tensors alive across the call
             res_h = ffi.new("int64_t[]", [0 if g is None else g._h for g in keep] or [0])
             rc = lib.lucid_backward_resume(h, res_h, len(keep))
             if rc:
-                raise_status(rc)
+                raise_status(rc)  # the node's claim went back: its ctx stays, for the next call's same error
+            if release:
+                record.ctx._free()  # only once the engine took the gradients
         if inputs is None:
             return []
         return list(_backward_result(h, len(inputs)))
@@ -400,7 +402,7 @@ class _FunctionRecord:
         self.nargs = nargs
         self.out_meta = out_meta
 
-    def run_backward(self, grads: list[Optional[Tensor]], release: bool, create_graph: bool) -> list[Optional[Tensor]]:
+    def run_backward(self, grads: list[Optional[Tensor]], create_graph: bool) -> list[Optional[Tensor]]:
         if self.ctx._freed:
             raise RuntimeError(_RETAIN_MESSAGE)
         full = [g if g is not None else zeros(shape, dt) for g, (shape, dt) in zip(grads, self.out_meta)]
@@ -416,10 +418,7 @@ class _FunctionRecord:
         if len(res) != self.nargs:
             raise RuntimeError("function %sBackward returned an incorrect number of gradients (expected %d, got %d)"
                                % (name, self.nargs, len(res)))
-        out = [None if res[i] is None else as_tensor(res[i]) for i in self.tensor_positions]
-        if release:
-            self.ctx._free()
-        return out
+        return [None if res[i] is None else as_tensor(res[i]) for i in self.tensor_positions]
 
 
 _function_ids = itertools.count(1)

@@ -374,7 +374,7 @@ class Tensor(TensorMethods, _TensorBase):
 
     def tolist(self) -> Any:
         """The values as nested Python lists (a number for a 0-d tensor)."""
-        return _basics.values(self.detach()).tolist()  # bfloat16 through float32: no ml_dtypes needed
+        return _convert.values(self.detach()).tolist()  # bfloat16 through float32: no ml_dtypes needed
 
     def item(self) -> Scalar:
         """The value of a one-element tensor as a Python number."""
