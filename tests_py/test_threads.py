@@ -480,6 +480,8 @@ def test_two_threads_one_graph_without_retain_graph(entry):
     x = pylucid.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = ops.minimum(Slow.apply(x), 5.0)  # the Function first, under a native node
     root = Slow.apply(y)                 # and as the root
+    y.retain_grad()                      # retained non-leaves: their gradients are not added twice either
+    root.retain_grad()
     g = pylucid.tensor([1.0, 10.0, 100.0])
 
     def run():
@@ -501,5 +503,8 @@ def test_two_threads_one_graph_without_retain_graph(entry):
     expected = np.array([4.0, 40.0, 0.0], dtype=np.float32)
     got = x.grad if entry == "backward" else results[0]
     np.testing.assert_array_equal(got.numpy(), expected)
+    if entry == "backward":
+        np.testing.assert_array_equal(y.grad.numpy(), [2.0, 20.0, 200.0])
+        np.testing.assert_array_equal(root.grad.numpy(), g.numpy())
     with pytest.raises(RuntimeError, match="retain_graph=True"):
         run()
